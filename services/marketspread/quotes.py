@@ -1,0 +1,104 @@
+"""Per-symbol state and the Market Spread step, applied to a whole batch of events at once.
+
+A `QuoteBook` holds, for each symbol seen, the latest quote (`rule.Quote`): sorted symbol
+array plus one column per field, so that a batch of thousands of events is a handful of numpy
+operations rather than a Python loop. `QuoteBook.apply` has the semantics of processing the
+batch's events one by one in `seq` order: every order is judged by the latest NBBO of its
+symbol that precedes it, in this batch or (failing that) in the book.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .fixish.bulk import NBBO_EVENT, ORDER_EVENT
+from .rule import INITIAL_QUOTE, should_reject_many
+
+__all__ = ["QuoteBook", "StepResult"]
+
+_SYMBOL = np.dtype("S4")
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    rejected: np.ndarray  # ORDER_EVENT rows of the orders to withdraw, in seq order
+    bid: np.ndarray  # the quote each was judged by
+    offer: np.ndarray
+    book: "QuoteBook"  # the state after the batch
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteBook:
+    symbols: np.ndarray  # S4, padded, strictly ascending
+    should_reject: np.ndarray  # bool
+    bid: np.ndarray  # float64
+    offer: np.ndarray  # float64
+
+    @classmethod
+    def empty(cls) -> "QuoteBook":
+        return cls(np.empty(0, _SYMBOL), np.empty(0, bool), np.empty(0, np.float64), np.empty(0, np.float64))
+
+    @classmethod
+    def from_columns(cls, symbols, should_reject, bid, offer) -> "QuoteBook":
+        symbols = np.asarray(symbols, dtype=_SYMBOL)
+        order = np.argsort(symbols, kind="stable")
+        return cls(symbols[order], np.asarray(should_reject, bool)[order], np.asarray(bid, np.float64)[order],
+                   np.asarray(offer, np.float64)[order])
+
+    def __len__(self) -> int:
+        return len(self.symbols)
+
+    def lookup(self, symbols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(should_reject, bid, offer) for each symbol; a symbol not in the book has the initial quote."""
+        reject = np.full(len(symbols), INITIAL_QUOTE.should_reject)
+        bid = np.full(len(symbols), INITIAL_QUOTE.bid)
+        offer = np.full(len(symbols), INITIAL_QUOTE.offer)
+        if len(self.symbols):
+            at = np.minimum(np.searchsorted(self.symbols, symbols), len(self.symbols) - 1)
+            known = self.symbols[at] == symbols
+            reject[known], bid[known], offer[known] = self.should_reject[at[known]], self.bid[at[known]], \
+                self.offer[at[known]]
+        return reject, bid, offer
+
+    def apply(self, nbbo: np.ndarray, orders: np.ndarray) -> StepResult:
+        assert nbbo.dtype == NBBO_EVENT and orders.dtype == ORDER_EVENT
+        n_quotes, n = len(nbbo), len(nbbo) + len(orders)
+        nbbo_reject = should_reject_many(nbbo["bid_px"], nbbo["offer_px"])
+
+        # Dense symbol ids and dense ranks in seq order make one int64 sort key per event:
+        # (symbol, position). The latest NBBO before an order is then one searchsorted away.
+        symbols, ids = np.unique(np.concatenate([nbbo["symbol"], orders["symbol"]]), return_inverse=True)
+        rank = np.empty(n, np.int64)
+        rank[np.argsort(np.concatenate([nbbo["seq"], orders["seq"]]), kind="stable")] = np.arange(n)
+        key = ids.astype(np.int64) * max(n, 1) + rank
+        quote_key, order_key = key[:n_quotes], key[n_quotes:]
+        by_key = np.argsort(quote_key)
+        sorted_quote_key = quote_key[by_key]
+
+        before = np.searchsorted(sorted_quote_key, order_key) - 1
+        candidate = by_key[np.maximum(before, 0)] if n_quotes else np.zeros(len(orders), np.int64)
+        in_batch = (before >= 0) & (ids[:n_quotes][candidate] == ids[n_quotes:]) if n_quotes else \
+            np.zeros(len(orders), bool)
+
+        reject, bid, offer = self.lookup(orders["symbol"])
+        hit = candidate[in_batch]
+        reject[in_batch], bid[in_batch], offer[in_batch] = nbbo_reject[hit], nbbo["bid_px"][hit], \
+            nbbo["offer_px"][hit]
+
+        return StepResult(orders[reject], bid[reject], offer[reject], self._updated(
+            symbols, nbbo, nbbo_reject, ids[:n_quotes][by_key], by_key))
+
+    def _updated(self, batch_symbols: np.ndarray, nbbo: np.ndarray, nbbo_reject: np.ndarray,
+                 sorted_quote_ids: np.ndarray, by_key: np.ndarray) -> "QuoteBook":
+        # Every symbol seen gets state (Wallaroo creates it on demand, orders included);
+        # a symbol quoted in this batch takes its last NBBO.
+        symbols = np.union1d(self.symbols, batch_symbols).astype(_SYMBOL)
+        reject, bid, offer = self.lookup(symbols)
+        if len(nbbo):
+            last = np.flatnonzero(np.append(sorted_quote_ids[1:] != sorted_quote_ids[:-1], True))
+            latest = by_key[last]
+            at = np.searchsorted(symbols, nbbo["symbol"][latest])
+            reject[at], bid[at], offer[at] = nbbo_reject[latest], nbbo["bid_px"][latest], nbbo["offer_px"][latest]
+        return QuoteBook(symbols, reject, bid, offer)

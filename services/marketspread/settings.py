@@ -1,0 +1,89 @@
+"""Settings: one frozen object per service, read in one place.
+
+Precedence: an explicit command-line flag, then the environment (`MARKETSPREAD_<FIELD>`), then
+the default. The same field names are the keys of each component's `settings:` block in the
+Helm chart (`charts/market-spread/values.yaml`), which the chart turns into those environment
+variables, so a knob has one name everywhere: `batch_size`, `--batch-size`,
+`MARKETSPREAD_BATCH_SIZE`, `sender.settings.batch_size`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import typing
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["ENV_PREFIX", "Settings", "KafkaSettings", "add_arguments", "from_args", "env_name"]
+
+ENV_PREFIX = "MARKETSPREAD_"
+
+RecordFormat = Literal["message", "framed"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, frozen=True, extra="forbid")
+
+    def to_env(self) -> dict[str, str]:
+        """The environment that reproduces these settings in a child process or a pod."""
+        env = {}
+        for name, value in self.model_dump(mode="json").items():
+            env[env_name(name)] = str(value).lower() if isinstance(value, bool) else str(value)
+        return env
+
+    def to_args(self) -> list[str]:
+        args = []
+        for name, value in self.model_dump(mode="json").items():
+            flag = "--" + name.replace("_", "-")
+            if isinstance(value, bool):
+                args.append(flag if value else "--no-" + flag[2:])
+            else:
+                args += [flag, str(value)]
+        return args
+
+
+class KafkaSettings(Settings):
+    """What every component needs to find its topics and agree on their record format."""
+
+    bootstrap_servers: str = Field("127.0.0.1:9092", description="Kafka bootstrap servers, host:port[,host:port]")
+    nbbo_topic: str = Field("nbbo", description="topic of the market-data (NBBO) stream")
+    orders_topic: str = Field("orders", description="topic of the order stream")
+    rejections_topic: str = Field("rejections", description="topic the job writes OrderResults to")
+    dead_letter_topic: str = Field("dead-letters", description="topic for input records that are not fixish")
+    record_format: RecordFormat = Field(
+        "message",
+        description="'message': one fixish message per Kafka record, keyed by symbol; 'framed': a batch of "
+                    "4-byte-length-framed messages per record, keyed by shard",
+    )
+    shards: int = Field(
+        8, ge=1,
+        description="with record_format=framed: how many state shards symbols are hashed into (fixed for the "
+                    "life of a checkpoint)",
+    )
+
+
+def env_name(field: str) -> str:
+    return ENV_PREFIX + field.upper()
+
+
+def add_arguments(parser: argparse.ArgumentParser, settings_cls: type[Settings]) -> None:
+    """A flag per settings field; an absent flag leaves the field to the environment or its default."""
+    for name, info in settings_cls.model_fields.items():
+        flag = "--" + name.replace("_", "-")
+        default = info.get_default(call_default_factory=True)
+        help_text = f"{info.description or ''} (env {env_name(name)}, default {default!r})"
+        kwargs: dict = {"dest": name, "default": argparse.SUPPRESS, "help": help_text}
+        annotation = info.annotation
+        if annotation is bool:
+            kwargs["action"] = argparse.BooleanOptionalAction
+        elif typing.get_origin(annotation) is Literal:
+            kwargs["choices"] = typing.get_args(annotation)
+        parser.add_argument(flag, **kwargs)
+
+
+def from_args(settings_cls: type[Settings], namespace: argparse.Namespace, **overrides) -> Settings:
+    given = {name: value for name, value in vars(namespace).items() if name in settings_cls.model_fields}
+    given.update(overrides)
+    return settings_cls(**given)
