@@ -1,0 +1,92 @@
+// Command ms-kube is every program of the local control plane in one binary, chosen by the
+// name it is called by (a symlink) or by its first argument: `ms-kube kube-apiserver --flags`.
+// One binary links once, and the packages the programs share compile once, which is most of a
+// cold build's time on a 2-core machine.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	_ "time/tzdata" // CronJob time zones, as upstream's kube-apiserver and controller-manager
+
+	"github.com/spf13/pflag"
+	"go.etcd.io/etcd/server/v3/etcdmain"
+	"k8s.io/component-base/cli"
+	"k8s.io/component-base/logs"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	kubectl "k8s.io/kubectl/pkg/cmd"
+	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
+	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	kwokconfig "sigs.k8s.io/kwok/pkg/config"
+	kwokcmd "sigs.k8s.io/kwok/pkg/kwok/cmd"
+	kwoklog "sigs.k8s.io/kwok/pkg/log"
+	kwoksignals "sigs.k8s.io/kwok/pkg/utils/signals"
+)
+
+var programs = map[string]func() int{
+	"etcd": func() int {
+		etcdmain.Main(os.Args)
+		return 0
+	},
+	"kube-apiserver": func() int { return cli.Run(apiserver.NewAPIServerCommand()) },
+	"kube-controller-manager": func() int {
+		return cli.Run(controllermanager.NewControllerManagerCommand())
+	},
+	"kube-scheduler": func() int { return cli.Run(scheduler.NewSchedulerCommand()) },
+	"kubectl": func() int {
+		// As upstream's kubectl main: verbosity must be known before the command is built.
+		_ = logs.GlogSetter(kubectl.GetLogVerbosity(os.Args))
+		if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
+			kubectlutil.CheckErr(err)
+		}
+		return 0
+	},
+	"kwok": runKwok,
+}
+
+// runKwok is upstream's cmd/kwok main: the kwok controller alone, against any API server.
+func runKwok() int {
+	flags := pflag.NewFlagSet("global", pflag.ContinueOnError)
+	flags.ParseErrorsAllowlist.UnknownFlags = true
+	flags.Usage = func() {}
+	ctx := kwoksignals.SetupSignalContext()
+	ctx, logger := kwoklog.InitFlags(ctx, flags)
+	ctx, err := kwokconfig.InitFlags(ctx, flags)
+	if err != nil {
+		_, _ = os.Stderr.Write([]byte(flags.FlagUsages()))
+		logger.Error("Init config flags", "err", err)
+		return 1
+	}
+	command := kwokcmd.NewCommand(ctx)
+	command.PersistentFlags().AddFlagSet(flags)
+	if err := command.ExecuteContext(ctx); err != nil {
+		logger.Error("Execute exit", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func main() {
+	name := filepath.Base(os.Args[0])
+	if _, ok := programs[name]; !ok && len(os.Args) > 1 {
+		name = os.Args[1]
+		os.Args = append([]string{name}, os.Args[2:]...)
+	}
+	run, ok := programs[name]
+	if !ok {
+		names := make([]string, 0, len(programs))
+		for n := range programs {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(os.Stderr, "usage: ms-kube PROGRAM [ARGS...], PROGRAM one of %v\n", names)
+		os.Exit(2)
+	}
+	os.Exit(run())
+}

@@ -1,0 +1,24 @@
+"""The Spark job's settings."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from marketspread.settings import KafkaSettings
+
+__all__ = ["JobSettings"]
+
+
+class JobSettings(KafkaSettings):
+    master: str = Field("local[2]", description="Spark master; empty: leave it to spark-submit (Kubernetes)")
+    app_name: str = Field("market-spread", description="Spark application name")
+    checkpoint_dir: str = Field(".local/run/checkpoint", description="checkpoint location (a path or an object-store URI)")
+    shuffle_partitions: int = Field(2, ge=1, description="spark.sql.shuffle.partitions; fixed into a new checkpoint")
+    trigger_interval: str = Field("0 seconds", description="micro-batch trigger interval")
+    max_offsets_per_trigger: int = Field(0, ge=0, description="cap on records per micro-batch (back-pressure); 0: none")
+    starting_offsets: str = Field("earliest", description="where a new checkpoint starts reading")
+    metrics_port: int = Field(9103, ge=0, description="port of /metrics; 0: none")
+    ui_port: int = Field(0, ge=0, description="Spark UI port (also serves Spark's own Prometheus metrics); 0: UI off")
+    jars: str = Field("", description="comma-separated connector jars or a directory of them; empty: "
+                                      "$MARKETSPREAD_LOCAL_DIR/jars/spark when run locally")
+    log_level: str = Field("WARN", description="Spark log level")
