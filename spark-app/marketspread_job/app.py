@@ -1,0 +1,58 @@
+"""Run the job until it fails or is told to stop (SIGTERM, Ctrl-C), serving its metrics meanwhile."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+
+from prometheus_client import CollectorRegistry
+
+from marketspread.errors import MarketSpreadError
+from marketspread.metrics import serve
+
+from .settings import JobSettings
+
+__all__ = ["run", "JobFailed"]
+
+log = logging.getLogger(__name__)
+# py4j logs every callback (each progress event) at INFO.
+logging.getLogger("py4j").setLevel(logging.WARNING)
+
+
+class JobFailed(MarketSpreadError):
+    pass
+
+
+def run(settings: JobSettings, stop: threading.Event | None = None) -> None:
+    from .metrics import JobMetrics, ProgressListener
+    from .query import start_query
+    from .session import build_session
+
+    stop = stop or threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+
+    registry = CollectorRegistry()
+    metrics = JobMetrics(registry)
+    server = serve(registry, settings.metrics_port)
+    spark = build_session(settings)
+    try:
+        spark.streams.addListener(ProgressListener(metrics))
+        query = start_query(spark, settings)
+        log.info("query %s started: %s,%s -> %s, checkpoint %s", query.id, settings.nbbo_topic,
+                 settings.orders_topic, settings.rejections_topic, settings.checkpoint_dir)
+        # Poll rather than block forever, so a signal is acted on within a second.
+        while not stop.is_set():
+            if query.awaitTermination(1):
+                break
+        if query.isActive:
+            query.stop()
+        if (error := query.exception()) is not None:
+            raise JobFailed(f"the streaming query failed: {error.desc if hasattr(error, 'desc') else error}")
+    finally:
+        metrics.active.set(0)
+        spark.stop()
+        if server is not None:
+            server.shutdown()

@@ -1,0 +1,89 @@
+"""The streaming query: Kafka (nbbo + orders) -> per-key state -> Kafka (rejections + dead letters).
+
+One Kafka source subscribes to both input topics: the union of the two streams, with one
+offset log, so one micro-batch always sees both topics up to the same moment.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from .processor import OUTPUT_SCHEMA, MarketSpreadProcessor
+from .settings import JobSettings
+from .step import KIND_DEAD_LETTER, KIND_REJECTION, KIND_STATS, StepConfig
+
+__all__ = ["QUERY_NAME", "OBSERVATION", "read_inputs", "market_spread", "to_kafka_records", "start_query"]
+
+QUERY_NAME = "market-spread"
+# Name of the observed metrics in each StreamingQueryProgress (read by metrics.ProgressListener).
+OBSERVATION = "marketspread"
+
+
+def read_inputs(spark: SparkSession, settings: JobSettings) -> DataFrame:
+    reader = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", settings.bootstrap_servers)
+        .option("subscribe", f"{settings.nbbo_topic},{settings.orders_topic}")
+        .option("startingOffsets", settings.starting_offsets)
+        # Losing input silently is the one thing this job must never do.
+        .option("failOnDataLoss", "true")
+    )
+    if settings.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+    return reader.load().select(
+        F.col("key").cast("string").alias("key"), "value", "topic", "partition", "offset",
+        F.unix_millis("timestamp").alias("timestamp"),
+    )
+
+
+def market_spread(records: DataFrame, settings: JobSettings) -> DataFrame:
+    config = StepConfig(framed=settings.record_format == "framed", nbbo_topic=settings.nbbo_topic)
+    return records.groupBy("key").transformWithStateInPandas(
+        statefulProcessor=MarketSpreadProcessor(config), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
+        timeMode="None",
+    )
+
+
+def _header(name: str, value: Column) -> Column:
+    return F.struct(F.lit(name).alias("key"), value.cast("string").cast("binary").alias("value"))
+
+
+def to_kafka_records(results: DataFrame, settings: JobSettings) -> DataFrame:
+    kind = F.col("kind")
+    observed = results.observe(
+        OBSERVATION,
+        F.coalesce(F.sum(F.when(kind == KIND_REJECTION, F.col("count"))), F.lit(0)).alias("rejections"),
+        F.coalesce(F.sum(F.when(kind == KIND_DEAD_LETTER, F.col("count"))), F.lit(0)).alias("dead_letters"),
+        F.coalesce(F.sum(F.when(kind == KIND_STATS, F.col("count"))), F.lit(0)).alias("messages"),
+    )
+    dead_letter_headers = F.array(
+        _header("marketspread.reason", F.col("reason")),
+        _header("marketspread.detail", F.col("detail")),
+        _header("marketspread.source.topic", F.col("source_topic")),
+        _header("marketspread.source.partition", F.col("source_partition")),
+        _header("marketspread.source.offset", F.col("source_offset")),
+        _header("marketspread.source.byte-offset", F.col("byte_offset")),
+    )
+    return observed.filter(kind != KIND_STATS).select(
+        F.when(kind == KIND_REJECTION, F.lit(settings.rejections_topic))
+        .otherwise(F.lit(settings.dead_letter_topic)).alias("topic"),
+        "key",
+        "value",
+        F.when(kind == KIND_DEAD_LETTER, dead_letter_headers).alias("headers"),
+    )
+
+
+def start_query(spark: SparkSession, settings: JobSettings):
+    output = to_kafka_records(market_spread(read_inputs(spark, settings), settings), settings)
+    return (
+        output.writeStream.format("kafka")
+        .queryName(QUERY_NAME)
+        .option("kafka.bootstrap.servers", settings.bootstrap_servers)
+        .option("kafka.acks", "all")
+        .option("kafka.linger.ms", "2")
+        .option("checkpointLocation", settings.checkpoint_dir)
+        .outputMode("update")
+        .trigger(processingTime=settings.trigger_interval)
+        .start()
+    )

@@ -1,0 +1,79 @@
+"""The Spark session the job runs in: RocksDB state, UTC, metrics, the Kafka connector jars."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from marketspread.errors import MarketSpreadError
+from marketspread.paths import local_dir
+
+from .settings import JobSettings
+
+__all__ = ["spark_conf", "build_session", "connector_jars", "JobConfigError"]
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+class JobConfigError(MarketSpreadError):
+    pass
+
+
+def connector_jars(settings: JobSettings) -> list[str]:
+    """The spark-sql-kafka jars: given explicitly, else from `make setup` when running locally.
+
+    On Kubernetes the image already has them in /opt/spark/jars, so none are passed.
+    """
+    if settings.jars:
+        paths = [Path(p) for p in settings.jars.split(",") if p]
+        if len(paths) == 1 and paths[0].is_dir():
+            paths = sorted(paths[0].glob("*.jar"))
+    elif settings.master.startswith("local"):
+        paths = sorted((local_dir() / "jars" / "spark").glob("*.jar"))
+    else:
+        return []
+    if not any("spark-sql-kafka" in p.name for p in paths):
+        raise JobConfigError("the Kafka connector jar (spark-sql-kafka-0-10) was not found"
+                             f"{' in ' + settings.jars if settings.jars else ''}: run `make setup` first")
+    return [str(p.resolve()) for p in paths]
+
+
+def spark_conf(settings: JobSettings) -> dict[str, str]:
+    conf = {
+        # transformWithState needs RocksDB; changelog checkpointing makes each commit small.
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        # Nothing in this job needs a batch without data: no timers, no watermarks.
+        "spark.sql.streaming.noDataMicroBatches.enabled": "false",
+        "spark.sql.streaming.metricsEnabled": "true",
+        "spark.ui.enabled": "true" if settings.ui_port else "false",
+        "spark.ui.showConsoleProgress": "false",
+    }
+    if settings.ui_port:
+        conf.update({
+            "spark.ui.port": str(settings.ui_port),
+            "spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",
+            "spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus",
+            "spark.metrics.appStatusSource.enabled": "true",
+        })
+    if jars := connector_jars(settings):
+        conf["spark.jars"] = ",".join(jars)
+    return conf
+
+
+def build_session(settings: JobSettings):
+    from pyspark.sql import SparkSession
+
+    # Python workers must import this package: run them in the driver's own environment.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName(settings.app_name)
+    if settings.master:
+        builder = builder.master(settings.master)
+    for key, value in spark_conf(settings).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(settings.log_level)
+    return spark
