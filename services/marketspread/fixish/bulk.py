@@ -143,7 +143,9 @@ class _Collector:
             if not self.wire[kind]:
                 results[kind] = np.empty(0, empty)
                 continue
-            wire = np.concatenate([w.astype(layout.dtype, copy=False) for w in self.wire[kind]])
+            # dtype= keeps the wire's big-endian fields: concatenate would otherwise switch them to
+            # native order, and a failure's bytes would no longer be the bytes received.
+            wire = np.concatenate([w.astype(layout.dtype, copy=False) for w in self.wire[kind]], dtype=layout.dtype)
             seq = np.concatenate(self.seq[kind])
             ok = valid(wire)
             if not ok.all():
@@ -221,7 +223,8 @@ def decode_records(values: Sequence[bytes | None], framed: bool) -> DecodedBatch
 
 
 def _encode(layout, columns: dict, framed: bool) -> np.ndarray:
-    n = len(next(iter(columns.values())))
+    # Constants (the type byte) broadcast; the message count comes from the array columns.
+    n = max(len(column) for column in columns.values() if np.ndim(column))
     out = np.empty(n, layout.framed_dtype if framed else layout.dtype)
     if framed:
         out["frame_length"] = layout.size

@@ -15,7 +15,10 @@ _PRINTABLE_LAST = 0x7E
 
 def pad_symbol(symbol: str) -> bytes:
     """`"NI"` -> `b"  NI"`; raises FixishError for anything that cannot travel as a symbol."""
-    raw = symbol.encode("ascii", errors="replace") if isinstance(symbol, str) else bytes(symbol)
+    try:
+        raw = symbol.encode("ascii") if isinstance(symbol, str) else bytes(symbol)
+    except UnicodeEncodeError:
+        raise FixishError(Reason.BAD_SYMBOL, f"{symbol!r} is not ASCII") from None
     padded = raw.rjust(SYMBOL_SIZE, b" ")
     if len(padded) != SYMBOL_SIZE or not valid_symbols(np.frombuffer(padded, dtype=f"S{SYMBOL_SIZE}"))[0]:
         raise FixishError(Reason.BAD_SYMBOL, f"{symbol!r} is not 1-4 printable ASCII characters")

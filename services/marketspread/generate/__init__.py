@@ -27,6 +27,7 @@ The Python API (for the sender and for tests):
 | streams.py | `NbboStream`, `OrderStream`, the distributions |
 | order_ids.py | unique 6-character order ids |
 | timestamps.py | FIX UTC transact_time text |
+| wire.py | columns -> wire records (stand-in for fixish.bulk's encoders) |
 | mixing.py | counter-based integer randomness |
 | cli.py | `marketspread generate` |
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 __all__ = [
     "DATA_DIR_ENV",
-    "DEFAULT_DATA_DIR",
     "WALLAROO_SYMBOL_SETS",
     "SYNTHETIC_PREFIX",
     "DEFAULT_SYMBOL_SET",
@@ -29,9 +28,8 @@ __all__ = [
     "ACCOUNTS",
 ]
 
-# The Makefile exports it; without it the data files are looked for beside the repository.
+# The Makefile exports it; without it marketspread.paths looks beside the repository.
 DATA_DIR_ENV = "MARKETSPREAD_WALLAROO_DATA"
-DEFAULT_DATA_DIR = "../shared/data/wallaroo-market-spread"  # relative to the repository root
 
 # Wallaroo's initial-NBBO files: `<name>-symbols_initial-nbbo-fixish.msg`.
 WALLAROO_SYMBOL_SETS = ("350", "700", "1400", "2100", "r3k")

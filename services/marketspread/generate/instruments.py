@@ -35,8 +35,9 @@ import numpy as np
 
 from ..errors import MarketSpreadError
 from ..fixish.bulk import decode_records
+from ..paths import wallaroo_data_dir
 from ..rule import should_reject_many
-from .defaults import DATA_DIR_ENV, DEFAULT_DATA_DIR, SYNTHETIC_PREFIX, WALLAROO_SYMBOL_SETS
+from .defaults import DATA_DIR_ENV, SYNTHETIC_PREFIX, WALLAROO_SYMBOL_SETS
 from .symbolset import SymbolSet
 from .synthetic import parse_synthetic, synthetic_symbol_set
 
@@ -49,7 +50,6 @@ __all__ = [
     "load_wallaroo_set",
 ]
 
-_REPO_ROOT = Path(__file__).resolve().parents[3]
 _CSV_SET = "350"
 
 
@@ -64,7 +64,7 @@ def resolve_data_dir(data_dir: str | os.PathLike | None = None) -> Path:
     elif os.environ.get(DATA_DIR_ENV):
         path, origin = Path(os.environ[DATA_DIR_ENV]), f"from {DATA_DIR_ENV}"
     else:
-        path, origin = (_REPO_ROOT / DEFAULT_DATA_DIR).resolve(), f"the default, as {DATA_DIR_ENV} is not set"
+        path, origin = wallaroo_data_dir(), f"the default, as {DATA_DIR_ENV} is not set"
     if not path.is_dir():
         raise DataFilesMissing(_missing(f"there is no folder {path} ({origin})"))
     return path
