@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "marketspread.receiver.cli",
     "marketspread_job.cli",
     "marketspread.run.cli",
+    "marketspread.dashboards.cli",
 )
 
 
