@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from fractions import Fraction
 
 __all__ = ["Pacer", "NS_PER_S"]
 
@@ -33,7 +34,9 @@ class Pacer:
         self.batch_size = batch_size
         self.clock = clock
         self.start_ns = clock() if start_ns is None else start_ns
-        # Float nanoseconds: k * interval stays exact to well under a nanosecond up to ~1e15 ns.
+        # Exact rational arithmetic: batch k is due at start + floor(k * batch * 1e9 / rate) ns,
+        # so intended times never drift, however long the run.
+        self._rate = Fraction(rate)
         self.interval_ns = batch_size * NS_PER_S / rate if rate else 0.0
 
     @property
@@ -44,7 +47,7 @@ class Pacer:
         """Intended send time of batch k; unpaced, simply now."""
         if not self.paced:
             return self.clock()
-        return self.start_ns + int(k * self.interval_ns)
+        return self.start_ns + k * self.batch_size * NS_PER_S * self._rate.denominator // self._rate.numerator
 
     def wait_until(self, intended_ns: int, stop: threading.Event) -> float | None:
         """Sleep until `intended_ns`; return how far behind it we are (s, >= 0), or None if `stop` was set."""

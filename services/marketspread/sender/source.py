@@ -35,6 +35,12 @@ class Source(Protocol):
         """Up to `n` framed wire records; an empty array once the source is exhausted."""
 
 
+def _join(parts: list[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    # dtype= is essential: concatenate would otherwise convert the big-endian wire fields to
+    # native byte order, and the bytes sent would no longer be fixish.
+    return np.concatenate(parts, dtype=dtype)
+
+
 def _first_wrong_kind(data: bytes, kind: MessageType) -> tuple[int, int]:
     """Byte offset and type byte of the first message that is not `kind` (error path only)."""
     for offset, payload in iter_frames(data):
@@ -104,7 +110,7 @@ class FileSource:
             self._position += len(part)
             n -= len(part)
             parts.append(part)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return parts[0] if len(parts) == 1 else _join(parts, self.wire.dtype)
 
 
 class ChunkSource:
@@ -132,4 +138,4 @@ class ChunkSource:
             have += len(part)
         if not parts:
             return np.empty(0, self._dtype)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+        return parts[0] if len(parts) == 1 else _join(parts, self._dtype)
