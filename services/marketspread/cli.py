@@ -41,6 +41,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not args.verbose:
+        # kafka-python and py4j narrate every connection and callback at INFO.
+        for chatty in ("kafka", "py4j"):
+            logging.getLogger(chatty).setLevel(logging.WARNING)
     try:
         return int(args.func(args) or 0)
     except MarketSpreadError as error:

@@ -87,7 +87,10 @@ class QuoteBook:
         reject[in_batch], bid[in_batch], offer[in_batch] = nbbo_reject[hit], nbbo["bid_px"][hit], \
             nbbo["offer_px"][hit]
 
-        return StepResult(orders[reject], bid[reject], offer[reject], self._updated(
+        # Emitted in seq order, whatever the row order of `orders`.
+        emitted = np.flatnonzero(reject)
+        emitted = emitted[np.argsort(orders["seq"][emitted], kind="stable")]
+        return StepResult(orders[emitted], bid[emitted], offer[emitted], self._updated(
             symbols, nbbo, nbbo_reject, ids[:n_quotes][by_key], by_key))
 
     def _updated(self, batch_symbols: np.ndarray, nbbo: np.ndarray, nbbo_reject: np.ndarray,

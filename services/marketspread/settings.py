@@ -59,8 +59,8 @@ class KafkaSettings(Settings):
     )
     shards: int = Field(
         8, ge=1,
-        description="with record_format=framed: how many state shards symbols are hashed into (fixed for the "
-                    "life of a checkpoint)",
+        description="how many state shards the job groups symbols into (and, with record_format=framed, the "
+                    "record keys); fixed for the life of a checkpoint",
     )
 
 

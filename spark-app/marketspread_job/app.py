@@ -16,8 +16,6 @@ from .settings import JobSettings
 __all__ = ["run", "JobFailed"]
 
 log = logging.getLogger(__name__)
-# py4j logs every callback (each progress event) at INFO.
-logging.getLogger("py4j").setLevel(logging.WARNING)
 
 
 class JobFailed(MarketSpreadError):

@@ -93,8 +93,13 @@ class ProgressListener(StreamingQueryListener):
         self.metrics.active.set(1)
 
     def onQueryProgress(self, event) -> None:
+        progress = event.progress
+        durations = dict(progress.durationMs or {})
+        log.info("batch %d: %d rows in %.3f s (%s)", progress.batchId, progress.numInputRows,
+                 durations.get("triggerExecution", 0) / 1000,
+                 ", ".join(f"{k} {v / 1000:.3f}" for k, v in durations.items() if k != "triggerExecution"))
         try:
-            self.metrics.record(event.progress)
+            self.metrics.record(progress)
         except Exception:  # a metrics bug must never take the job down
             log.exception("could not record the progress of batch %s", getattr(event.progress, "batchId", "?"))
 

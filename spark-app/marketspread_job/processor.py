@@ -1,7 +1,7 @@
 """The stateful processor: per key, the quote book in a ValueState; the logic lives in step.py.
 
-The state of one key (a symbol, or a shard of symbols when records are framed) is its
-`QuoteBook` stored column-wise: the symbols and, per symbol, the verdict of its latest NBBO and
+The state of one key (a shard of symbols, see query.state_key) is its `QuoteBook` stored
+column-wise: the symbols and, per symbol, the verdict of its latest NBBO and
 that NBBO's bid and offer. One read and one write of the state per key and micro-batch.
 """
 
@@ -65,7 +65,8 @@ class MarketSpreadProcessor(StatefulProcessor):
 
     def handleInputRows(self, key, rows: Iterator[pd.DataFrame], timerValues) -> Iterator[pd.DataFrame]:
         records = pd.concat(list(rows), ignore_index=True)
-        book = book_from_state(self.book.get()) if self.book.exists() else QuoteBook.empty()
+        state = self.book.get()  # None for a new key: one round trip instead of exists() + get()
+        book = book_from_state(state) if state is not None else QuoteBook.empty()
         output, book = process_records(book, records, self.config)
         self.book.update(book_to_state(book))
         yield output.astype(_NULLABLE_INTS)

@@ -13,7 +13,7 @@ from .processor import OUTPUT_SCHEMA, MarketSpreadProcessor
 from .settings import JobSettings
 from .step import KIND_DEAD_LETTER, KIND_REJECTION, KIND_STATS, StepConfig
 
-__all__ = ["QUERY_NAME", "OBSERVATION", "read_inputs", "market_spread", "to_kafka_records", "start_query"]
+__all__ = ["QUERY_NAME", "OBSERVATION", "read_inputs", "state_key", "market_spread", "to_kafka_records", "start_query"]
 
 QUERY_NAME = "market-spread"
 # Name of the observed metrics in each StreamingQueryProgress (read by metrics.ProgressListener).
@@ -37,9 +37,22 @@ def read_inputs(spark: SparkSession, settings: JobSettings) -> DataFrame:
     )
 
 
+def state_key(settings: JobSettings) -> Column:
+    """The state a record belongs to: a shard of symbols, never a single symbol.
+
+    Framed records are keyed by their shard already. Records keyed by symbol are hashed into
+    `shards` groups here: every call into a Python stateful processor costs state round trips
+    to the JVM, so hundreds of symbol keys per micro-batch would cost seconds, while a shard's
+    quote book holds its symbols' state side by side at the price of one read and one write.
+    """
+    if settings.record_format == "framed":
+        return F.col("key")
+    return F.concat(F.lit("shard-"), F.pmod(F.hash(F.col("key")), F.lit(settings.shards)).cast("string"))
+
+
 def market_spread(records: DataFrame, settings: JobSettings) -> DataFrame:
     config = StepConfig(framed=settings.record_format == "framed", nbbo_topic=settings.nbbo_topic)
-    return records.groupBy("key").transformWithStateInPandas(
+    return records.withColumn("state_key", state_key(settings)).groupBy("state_key").transformWithStateInPandas(
         statefulProcessor=MarketSpreadProcessor(config), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
         timeMode="None",
     )

@@ -130,7 +130,11 @@ def frame(payload: bytes) -> bytes:
 
 
 def iter_frames(buffer: bytes | memoryview) -> Iterator[tuple[int, bytes]]:
-    """Yield (offset, payload) for each frame; a frame that runs past the end raises TRUNCATED_FRAME."""
+    """Yield (offset, payload) for each frame; a frame that runs past the end raises TRUNCATED_FRAME.
+
+    A frame of length 0 is well delimited: it is yielded as an empty payload (which `decode`
+    refuses as EMPTY) and the frames after it are still split.
+    """
     view = memoryview(buffer)
     offset = 0
     end = len(view)
@@ -139,8 +143,6 @@ def iter_frames(buffer: bytes | memoryview) -> Iterator[tuple[int, bytes]]:
             raise FixishError(Reason.TRUNCATED_FRAME, f"{end - offset} bytes left, too few for a frame header", offset)
         (length,) = FRAME.unpack_from(view, offset)
         start = offset + FRAME_SIZE
-        if length == 0:
-            raise FixishError(Reason.EMPTY, "frame of length 0", offset)
         if start + length > end:
             raise FixishError(Reason.TRUNCATED_FRAME, f"frame of {length} bytes with {end - start} left", offset)
         yield offset, bytes(view[start:start + length])

@@ -131,7 +131,8 @@ def render(summary: dict) -> str:
         f"  throughput   {s['throughput_msgs_per_s']:,.0f} msgs/s end to end over {s['stream_seconds']:.1f} s",
     ]
     if lat:
-        lines.append("  latency      " + ", ".join(f"{k} {v:,.1f} ms" for k, v in lat.items()))
+        lines.append("  latency      " + ", ".join(f"{k} {v:,.1f} ms" for k, v in lat.items() if k != "count")
+                     + f" (over {lat.get('count', 0):,.0f} rejections)")
     lines.append(f"  wall time    {s['wall_seconds']:.1f} s; results in {s['out']}")
     lines.append("  verdict      " + ("CORRECT: the job's rejections equal the reference model's"
                                       if s["correct"] else "WRONG: see summary.json 'examples'"))
