@@ -27,6 +27,7 @@ help:
 	@echo "make test   - set up, then run every test"
 	@echo "make setup  - install everything the project needs (idempotent)"
 	@echo "make bench  - benchmarks; figures go to docs/benchmarks.md"
+	@echo "make cluster-up / cluster-down - a local Kubernetes control plane with simulated nodes"
 
 setup: $(VENV)/.installed $(JARS)/kafka/.resolved $(JARS)/spark/.resolved $(BIN)/helm $(LOCAL)/.promtool
 
@@ -76,3 +77,22 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV) $(LOCAL)
+
+# After a deliberate change to the chart, its dashboards or a settings class: rewrite what
+# tests/chart compares against (golden manifests, dashboard JSON, values.schema.json settings).
+.PHONY: chart-regenerate
+chart-regenerate: $(VENV)/.installed $(BIN)/helm
+	$(VENV)/bin/python tests/chart/regenerate.py
+
+# A real Kubernetes control plane on loopback with kwok's simulated nodes, for the chart's tests
+# (docs/kubernetes-local-cluster.md). Only Go and openssl are needed: the first run builds it
+# (cached under ~/.cache/marketspread-cluster); its data lives in $(LOCAL)/cluster.
+.PHONY: cluster-up cluster-down cluster-status
+cluster-up:
+	$(PYTHON) k8s/cluster/cluster.py up
+
+cluster-down:
+	$(PYTHON) k8s/cluster/cluster.py down
+
+cluster-status:
+	$(PYTHON) k8s/cluster/cluster.py status

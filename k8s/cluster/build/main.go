@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	_ "time/tzdata" // CronJob time zones, as upstream's kube-apiserver and controller-manager
 
 	"github.com/spf13/pflag"
@@ -23,6 +24,9 @@ import (
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	scheduler "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	nodeinit "sigs.k8s.io/kwok/kustomize/stage/node/fast"
+	nodelease "sigs.k8s.io/kwok/kustomize/stage/node/heartbeat-with-lease"
+	podfast "sigs.k8s.io/kwok/kustomize/stage/pod/fast"
 	kwokconfig "sigs.k8s.io/kwok/pkg/config"
 	kwokcmd "sigs.k8s.io/kwok/pkg/kwok/cmd"
 	kwoklog "sigs.k8s.io/kwok/pkg/log"
@@ -39,19 +43,26 @@ var programs = map[string]func() int{
 		return cli.Run(controllermanager.NewControllerManagerCommand())
 	},
 	"kube-scheduler": func() int { return cli.Run(scheduler.NewSchedulerCommand()) },
+	// Without upstream's client-go auth-provider plugins (OIDC and the like): this cluster's
+	// kubeconfigs hold client certificates.
 	"kubectl": func() int {
 		// As upstream's kubectl main: verbosity must be known before the command is built.
-		_ = logs.GlogSetter(kubectl.GetLogVerbosity(os.Args))
+		logs.GlogSetter(kubectl.GetLogVerbosity(os.Args)) //nolint:errcheck // as upstream
 		if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
 			kubectlutil.CheckErr(err)
 		}
 		return 0
 	},
-	"kwok": runKwok,
+	"kwok":                runKwok,
+	"kwok-default-stages": printKwokStages,
 }
 
 // runKwok is upstream's cmd/kwok main: the kwok controller alone, against any API server.
 func runKwok() int {
+	// Cobra merges pflag.CommandLine into every command, and the Kubernetes packages linked in
+	// beside kwok put a non-boolean --version there, which breaks kwok's own --version (cobra
+	// then refuses to execute at all). kwok needs none of those global flags.
+	pflag.CommandLine = pflag.NewFlagSet(os.Args[0], pflag.ExitOnError)
 	flags := pflag.NewFlagSet("global", pflag.ContinueOnError)
 	flags.ParseErrorsAllowlist.UnknownFlags = true
 	flags.Usage = func() {}
@@ -68,6 +79,17 @@ func runKwok() int {
 	if err := command.ExecuteContext(ctx); err != nil {
 		logger.Error("Execute exit", "err", err)
 		return 1
+	}
+	return 0
+}
+
+// printKwokStages writes the stages kwokctl gives its clusters (node init, heartbeat with a
+// lease, pod ready/complete/delete): standalone kwok has no default and simulates nothing
+// without them. Printing upstream's embedded copies keeps them in step with the kwok version.
+func printKwokStages() int {
+	for _, stage := range []string{nodeinit.DefaultNodeInit, nodelease.DefaultNodeHeartbeatWithLease,
+		podfast.DefaultPodReady, podfast.DefaultPodComplete, podfast.DefaultPodDelete} {
+		fmt.Printf("---\n%s\n", strings.TrimSpace(stage))
 	}
 	return 0
 }
