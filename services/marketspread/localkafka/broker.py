@@ -122,6 +122,10 @@ class LocalKafka:
             if process is not None and process.poll() is not None:
                 raise BrokerError(f"the broker exited with code {process.returncode} while starting; "
                                   f"last lines of {self.log_file}:\n{self._log_tail()}")
+            if not _accepts_connections(self.settings.host, self.settings.port):
+                # Until the port opens, a Kafka client would only log connection errors.
+                time.sleep(0.2)
+                continue
             try:
                 admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, request_timeout_ms=5000,
                                          client_id="marketspread-readiness")
@@ -217,6 +221,14 @@ class LocalKafka:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
         except FileNotFoundError:
             return "(no log)"
+
+
+def _accepts_connections(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def _wait_exit(pid: int, timeout: float) -> bool:

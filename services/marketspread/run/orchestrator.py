@@ -23,7 +23,7 @@ from ..localkafka.topics import delete_topics
 from ..metrics import Samples
 from ..receiver.settings import ReceiverSettings
 from ..sender.settings import SenderSettings
-from .inputs import expected_results, load_input
+from .inputs import InputFile, expected_results, load_input
 from .processes import ServiceFailed, ServiceProcess
 from .settings import RunSettings
 from .summary import compare, read_results, render, versions, write_summary
@@ -59,6 +59,7 @@ class Run:
         self.broker: LocalKafka | None = None
         self.status = "starting"
         self.senders: list[ServiceProcess] = []
+        self.sent_before = 0  # messages of senders that have finished (their metrics are gone)
         self._stop_progress = threading.Event()
 
     # -- the run ---------------------------------------------------------------------------
@@ -88,19 +89,19 @@ class Run:
                 progress.start()
 
             self.status = "initial NBBO"
-            self._send([("nbbo", initial.path, 0.0)], start_at=0.0)
+            self._send([("nbbo", initial, 0.0)], start_at=0.0)
             self._wait_processed()
             stream_start = time.time()
             if s.sequential:
-                for stream, file in (("nbbo", nbbo.path), ("orders", orders.path)):
+                for stream, source in (("nbbo", nbbo), ("orders", orders)):
                     self.status = f"sequential: {stream}"
-                    self._send([(stream, file, s.rate)], start_at=0.0)
+                    self._send([(stream, source, s.rate)], start_at=0.0)
                     self._wait_processed()
             else:
                 self.status = "concurrent: nbbo + orders"
                 # A shared t0 slightly ahead gives both senders the same schedule of intended times.
                 stream_start = time.time() + 2.0
-                self._send([("nbbo", nbbo.path, s.rate), ("orders", orders.path, s.rate)], start_at=stream_start)
+                self._send([("nbbo", nbbo, s.rate), ("orders", orders, s.rate)], start_at=stream_start)
                 self._wait_processed()
             stream_end = time.time()
             self.status = "waiting for the receiver"
@@ -195,17 +196,19 @@ class Run:
         self.services.append(service)
         return service
 
-    def _send(self, streams: list[tuple[str, Path, float]], start_at: float) -> None:
+    def _send(self, streams: list[tuple[str, InputFile, float]], start_at: float) -> None:
         senders = []
-        for stream, file, rate in streams:
+        for stream, source, rate in streams:
             port = _free_port()
-            settings = SenderSettings(**self._kafka_fields(), stream=stream, file=str(file), rate=rate,
+            settings = SenderSettings(**self._kafka_fields(), stream=stream, file=str(source.path), rate=rate,
                                       batch_size=self.settings.batch_size, start_at=start_at, metrics_port=port)
-            senders.append(self._spawn(f"sender-{stream}-{file.stem}", ["sender", *settings.to_args()], port))
+            senders.append(self._spawn(f"sender-{stream}-{source.path.stem}", ["sender", *settings.to_args()], port))
         self.senders = senders
         for sender in senders:
             self._watch(lambda: not sender.running(), f"{sender.name} to finish")
             sender.wait(5)
+        self.senders = []
+        self.sent_before += sum(len(source) for _, source, _ in streams)
 
     def _wait_processed(self) -> None:
         """Until the job's committed offsets reach the end of both input topics."""
@@ -278,8 +281,8 @@ class Run:
             print(file=sys.stderr)
 
     def _progress_line(self, elapsed: float) -> str:
-        sent = sum((sender.metrics() or Samples()).total("marketspread_sender_messages_total")
-                   for sender in self.senders)
+        sent = self.sent_before + sum((sender.metrics() or Samples()).total("marketspread_sender_messages_total")
+                                      for sender in self.senders)
         job = self._service("job").metrics() or Samples()
         receiver = self._service("receiver").metrics() or Samples()
         return (f"[{elapsed:6.1f}s] {self.status:<26} sent {sent:>11,.0f} | job "
