@@ -1,0 +1,105 @@
+"""The local Kubernetes cluster of `make cluster-up` (k8s/cluster/cluster.py) for the `k8s` tests.
+
+A cluster that is already up is used as it is and left running; otherwise the session starts
+one (building it first on a fresh machine, which takes many minutes) and stops it at the end.
+Each test module gets its own namespace, so tests never see each other's objects.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER_SCRIPT = REPO / "k8s" / "cluster" / "cluster.py"
+
+
+def _cluster(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(CLUSTER_SCRIPT), *args], capture_output=True, text=True)
+
+
+def _status() -> dict:
+    return json.loads(_cluster("status", "--json").stdout)
+
+
+@pytest.fixture(scope="session")
+def cluster() -> dict:
+    """`status --json` of a running cluster: kubeconfig, server, components with their pids."""
+    started_here = not _status()["up"]
+    if started_here:
+        result = _cluster("up")
+        if result.returncode != 0:
+            pytest.fail(f"`cluster.py up` failed:\n{result.stderr}", pytrace=False)
+    report = _status()
+    if not report["up"]:
+        pytest.fail(f"the cluster is not healthy after `up`: {report}", pytrace=False)
+    yield report
+    if started_here:
+        _cluster("down")
+
+
+class Kubectl:
+    """The cluster's own kubectl (the pinned release), speaking JSON.
+
+    kubectl rather than the `kubernetes` Python client: client 37.0.1 sends creates without a
+    Content-Type and the API server answers 415; kubectl is also what the chart tests will use.
+    """
+
+    def __init__(self, binary: Path, kubeconfig: str):
+        self.binary, self.kubeconfig = binary, kubeconfig
+
+    def run(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+        result = subprocess.run([str(self.binary), f"--kubeconfig={self.kubeconfig}", *args], input=stdin,
+                                capture_output=True, text=True, timeout=60)
+        if check and result.returncode != 0:
+            pytest.fail(f"kubectl {' '.join(args)}: {result.stderr.strip()}", pytrace=False)
+        return result
+
+    def get(self, *args: str) -> dict:
+        return json.loads(self.run("get", *args, "-o", "json").stdout)
+
+    def create(self, manifest: dict, namespace: str | None = None) -> dict:
+        scope = [f"--namespace={namespace}"] if namespace else []
+        return json.loads(self.run("create", *scope, "-o", "json", "-f", "-", stdin=json.dumps(manifest)).stdout)
+
+
+@pytest.fixture(scope="session")
+def kubectl(cluster) -> Kubectl:
+    binary = Path(cluster["kubeconfig"]).parent / "bin" / "kubectl"
+    return Kubectl(binary, cluster["kubeconfig"])
+
+
+@pytest.fixture(scope="module")
+def namespace(kubectl) -> str:
+    name = f"ms-test-{uuid.uuid4().hex[:8]}"
+    kubectl.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    # Pods are refused until the namespace's default ServiceAccount exists.
+    wait_for(lambda: kubectl.run("get", "serviceaccount", "default", f"--namespace={name}",
+                                 check=False).returncode == 0,
+             f"the default ServiceAccount in {name}")
+    yield name
+    kubectl.run("delete", "namespace", name, "--wait=false")
+
+
+@pytest.fixture
+def eventually():
+    """`eventually(condition, what, timeout=60)`: poll until truthy and return that value."""
+    return wait_for
+
+
+def wait_for(condition, what: str, timeout: float = 60.0, interval: float = 0.2):
+    """Poll `condition` until it returns something truthy, which is returned; fail after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
+        time.sleep(interval)
