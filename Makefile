@@ -76,6 +76,7 @@ clean:
 	rm -rf out $(LOCAL)/run
 
 distclean: clean
+	-$(PYTHON) k8s/cluster/cluster.py down 2>/dev/null
 	rm -rf $(VENV) $(LOCAL)
 
 # After a deliberate change to the chart, its dashboards or a settings class: rewrite what

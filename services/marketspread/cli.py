@@ -23,6 +23,8 @@ COMMAND_MODULES = (
     "marketspread.receiver.cli",
     "marketspread_job.cli",
     "marketspread.run.cli",
+    "marketspread.chaos.cli",
+    "marketspread.bench.cli",
     "marketspread.dashboards.cli",
 )
 

@@ -61,6 +61,11 @@ def spark_conf(settings: JobSettings) -> dict[str, str]:
         })
     if jars := connector_jars(settings):
         conf["spark.jars"] = ",".join(jars)
+    for pair in filter(None, (p.strip() for p in settings.spark_conf.split(","))):
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise JobConfigError(f"spark_conf entry {pair!r} is not key=value")
+        conf[key.strip()] = value.strip()
     return conf
 
 

@@ -22,3 +22,4 @@ class JobSettings(KafkaSettings):
     jars: str = Field("", description="comma-separated connector jars or a directory of them; empty: "
                                       "$MARKETSPREAD_LOCAL_DIR/jars/spark when run locally")
     log_level: str = Field("WARN", description="Spark log level")
+    spark_conf: str = Field("", description="extra Spark settings, comma-separated key=value pairs, applied last")

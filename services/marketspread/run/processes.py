@@ -28,10 +28,12 @@ class ServiceProcess:
         self.log_file = log_dir / f"{name}.log"
         self.metrics_port = metrics_port
         self.process: subprocess.Popen | None = None
+        self.log_start = 0  # where this process's output begins in the log (a restart appends to it)
 
     def start(self) -> "ServiceProcess":
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_file, "ab") as log:
+            self.log_start = log.tell()
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "marketspread", *self.command], stdout=log, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"},
@@ -93,11 +95,49 @@ class ServiceProcess:
             self.kill()
             return self.process.returncode
 
+    def tree(self) -> list:
+        """The process and all its descendants (psutil.Process), while it runs.
+
+        The job's tree is the Python driver, the JVM it launched and PySpark's Python workers,
+        whose daemon puts itself in a process group of its own.
+        """
+        import psutil
+
+        if not self.running():
+            return []
+        try:
+            root = psutil.Process(self.process.pid)
+            return [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return []
+
     def kill(self) -> None:
-        """SIGKILL, as a crash would (used by fault injection)."""
-        if self.process is not None and self.process.poll() is None:
+        """SIGKILL of the whole process tree at once, as a crash of its container would (fault injection)."""
+        import psutil
+
+        if self.process is None or self.process.poll() is not None:
+            return
+        tree = self.tree()
+        try:
             os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(10)
+        except ProcessLookupError:
+            pass
+        for process in tree[1:]:  # descendants in process groups of their own
+            try:
+                process.kill()
+            except psutil.NoSuchProcess:
+                pass
+        self.process.wait(10)
+        psutil.wait_procs(tree[1:], timeout=10)
+
+    def log_text(self, end: int | None = None) -> str:
+        """This process's part of the log: from where it began to `end` (a restart's `log_start`), else to EOF."""
+        try:
+            with open(self.log_file, "rb") as log:
+                log.seek(self.log_start)
+                return log.read(-1 if end is None else max(0, end - self.log_start)).decode(errors="replace")
+        except FileNotFoundError:
+            return ""
 
     def log_tail(self, lines: int = 25) -> str:
         try:

@@ -5,6 +5,12 @@ answers), fresh topics, the receiver, the Spark job and senders, each a real pro
 through its own /metrics. "Processed" means the job's committed offsets have reached the end
 of what was sent; "received" means the receiver's consumed offsets have reached the end of the
 output topics. Whatever the stack started, `stop_all` stops.
+
+For fault injection (`marketspread chaos`) a service can be killed for real (`kill`: SIGKILL of
+its whole process tree) and started again with the same command line (`restart`), and a broker
+the stack started itself can be stopped and started again on the same ports and data
+(`restart_broker`). A `supervisor` callback, when set, runs at every poll of every wait, before
+the stack fails fast on a dead service: the place to notice and recover from a crash.
 """
 
 from __future__ import annotations
@@ -46,15 +52,20 @@ def offsets_from(samples: Samples | None, metric: str) -> dict[tuple[str, int], 
 
 class Stack:
     def __init__(self, kafka: KafkaSettings, out: Path, deadline: float, kafka_port: int = 9092,
-                 kafka_controller_port: int = 9093):
+                 kafka_controller_port: int = 9093, broker_run_dir: Path | None = None, broker_heap: str = "1g"):
         self.kafka = kafka
         self.out = out
         self.logs = out / "logs"
         self.deadline = deadline
         self.kafka_port = kafka_port
         self.kafka_controller_port = kafka_controller_port
+        # Where a broker this stack starts keeps its data, config and log (default: the shared local one).
+        self.broker_run_dir = broker_run_dir
+        self.broker_heap = broker_heap
         self.services: list[ServiceProcess] = []
+        self.retired: list[ServiceProcess] = []  # killed (or crashed) processes, replaced by a restart
         self.broker: LocalKafka | None = None  # set only when this stack started it
+        self.supervisor: Callable[[], None] | None = None
         self.status = "starting"
 
     # -- broker and topics -----------------------------------------------------------------
@@ -62,7 +73,9 @@ class Stack:
     def ensure_broker(self) -> None:
         host, _, port = self.kafka.bootstrap_servers.split(",")[0].rpartition(":")
         settings = BrokerSettings(host=host or "127.0.0.1", port=int(port),
-                                  controller_port=self.kafka_controller_port, start_timeout_seconds=5)
+                                  controller_port=self.kafka_controller_port, start_timeout_seconds=5,
+                                  run_dir=str(self.broker_run_dir.resolve()) if self.broker_run_dir else "",
+                                  heap=self.broker_heap)
         if port_in_use(settings.host, settings.port):
             self.status = "checking the broker"
             try:
@@ -77,6 +90,19 @@ class Stack:
         self.status = "starting Kafka"
         self.broker = LocalKafka(settings.model_copy(update={"start_timeout_seconds": 90}))
         self.broker.start()
+
+    def restart_broker(self, down_seconds: float = 0.0) -> tuple[float, float]:
+        """Stop the broker this stack started (controlled shutdown), leave it down `down_seconds`, and start
+        it again on the same ports and data; return how long the stop and the start took (s)."""
+        if self.broker is None:
+            raise MarketSpreadError("only a broker this stack started itself can be restarted")
+        began = time.monotonic()
+        self.broker.stop()
+        stopped = time.monotonic()
+        time.sleep(down_seconds)
+        starting = time.monotonic()
+        self.broker.start()
+        return stopped - began, time.monotonic() - starting
 
     def fresh_topics(self, partitions: int) -> None:
         self.status = "creating topics"
@@ -102,6 +128,24 @@ class Stack:
     def service(self, name: str) -> ServiceProcess:
         """The newest process of that name (a restarted service replaces its predecessor)."""
         return next(s for s in reversed(self.services) if s.name == name)
+
+    def retire(self, service: ServiceProcess) -> None:
+        """Take a dead process out of the stack's watch (it is kept in `retired`)."""
+        self.services.remove(service)
+        self.retired.append(service)
+
+    def kill(self, name: str) -> ServiceProcess:
+        """SIGKILL the newest process of that name and its whole process tree, as a crash would."""
+        service = self.service(name)
+        service.kill()
+        self.retire(service)
+        return service
+
+    def restart(self, service: ServiceProcess) -> ServiceProcess:
+        """The same command line again (same settings, metrics port, log file): a restarted pod."""
+        if service in self.services:
+            self.retire(service)
+        return self.spawn(service.name, service.command, service.metrics_port)
 
     def start_receiver(self, group_id: str | None = None, **settings) -> ServiceProcess:
         port = free_port()
@@ -135,6 +179,8 @@ class Stack:
     def wait_until(self, condition: Callable[[], bool], what: str, poll: float = 0.2) -> None:
         """Poll `condition`; fail fast if a service died, or when the deadline passes."""
         while not condition():
+            if self.supervisor is not None:
+                self.supervisor()
             for service in self.services:
                 service.check()
             if time.monotonic() > self.deadline:
