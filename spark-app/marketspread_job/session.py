@@ -59,6 +59,9 @@ def spark_conf(settings: JobSettings) -> dict[str, str]:
             "spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus",
             "spark.metrics.appStatusSource.enabled": "true",
         })
+    if settings.jvm_options and settings.master.startswith("local"):
+        # Only a JVM not yet started takes options: pyspark launches it from this conf.
+        conf["spark.driver.extraJavaOptions"] = settings.jvm_options
     if jars := connector_jars(settings):
         conf["spark.jars"] = ",".join(jars)
     for pair in filter(None, (p.strip() for p in settings.spark_conf.split(","))):

@@ -13,7 +13,10 @@ class JobSettings(KafkaSettings):
     master: str = Field("local[2]", description="Spark master; empty: leave it to spark-submit (Kubernetes)")
     app_name: str = Field("market-spread", description="Spark application name")
     checkpoint_dir: str = Field(".local/run/checkpoint", description="checkpoint location (a path or an object-store URI)")
-    shuffle_partitions: int = Field(2, ge=1, description="spark.sql.shuffle.partitions; fixed into a new checkpoint")
+    shuffle_partitions: int = Field(
+        1, ge=1, description="spark.sql.shuffle.partitions, fixed into a new checkpoint: the state stage's tasks. "
+                             "On a 2-core machine one task costs a third of two per micro-batch; on a cluster use "
+                             "the executors' total cores")
     trigger_interval: str = Field("0 seconds", description="micro-batch trigger interval")
     max_offsets_per_trigger: int = Field(0, ge=0, description="cap on records per micro-batch (back-pressure); 0: none")
     starting_offsets: str = Field("earliest", description="where a new checkpoint starts reading")
@@ -22,4 +25,9 @@ class JobSettings(KafkaSettings):
     jars: str = Field("", description="comma-separated connector jars or a directory of them; empty: "
                                       "$MARKETSPREAD_LOCAL_DIR/jars/spark when run locally")
     log_level: str = Field("WARN", description="Spark log level")
+    jvm_options: str = Field(
+        "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
+        description="options of the JVM the job launches (local master only; on Kubernetes the SparkApplication "
+                    "sets them): C1-only JIT and the parallel collector halve the JVM's CPU here, since the "
+                    "job's JVM work is copying bytes, which C2 does not speed up")
     spark_conf: str = Field("", description="extra Spark settings, comma-separated key=value pairs, applied last")

@@ -19,7 +19,7 @@ class RunSettings(KafkaSettings):
     sequential: bool = Field(False, description="send initial NBBO, NBBO, orders one after another, each sent and "
                                                 "processed before the next (Wallaroo's test harness)")
     partitions: int = Field(2, ge=1, description="partitions of each topic (topics are recreated for the run)")
-    shuffle_partitions: int = Field(2, ge=1, description="the job's spark.sql.shuffle.partitions")
+    shuffle_partitions: int = Field(1, ge=1, description="the job's spark.sql.shuffle.partitions")
     trigger_interval: str = Field("0 seconds", description="the job's micro-batch trigger interval")
     max_offsets_per_trigger: int = Field(0, ge=0, description="the job's cap on records per micro-batch; 0: none")
     kafka_port: int = Field(9092, description="port of the local broker started when none answers")
