@@ -23,7 +23,7 @@ class JobFailed(MarketSpreadError):
 
 
 def run(settings: JobSettings, stop: threading.Event | None = None) -> None:
-    from .metrics import JobMetrics, ProgressListener
+    from .metrics import JobMetrics, ProgressPoller
     from .query import start_query
     from .session import build_session
 
@@ -37,13 +37,16 @@ def run(settings: JobSettings, stop: threading.Event | None = None) -> None:
     server = serve(registry, settings.metrics_port)
     spark = build_session(settings)
     try:
-        spark.streams.addListener(ProgressListener(metrics))
         query = start_query(spark, settings)
+        metrics.active.set(1)
         log.info("query %s started: %s,%s -> %s, checkpoint %s", query.id, settings.nbbo_topic,
                  settings.orders_topic, settings.rejections_topic, settings.checkpoint_dir)
-        # Poll rather than block forever, so a signal is acted on within a second.
+        poller = ProgressPoller(query, metrics)
+        # Poll rather than block: progress reaches the metrics promptly and a signal is acted on.
         while not stop.is_set():
-            if query.awaitTermination(1):
+            terminated = query.awaitTermination(0.1)
+            poller.poll()
+            if terminated:
                 break
         if query.isActive:
             query.stop()

@@ -29,8 +29,8 @@ from marketspread.localkafka import end_offsets
 from marketspread.partitioning import shard_key, shard_of
 from marketspread.reference import ReferenceModel
 from marketspread.rule import should_reject
-from marketspread_job.metrics import JobMetrics, ProgressListener
-from marketspread_job.query import start_query
+from marketspread_job.metrics import JobMetrics, ProgressPoller
+from marketspread_job.query import start_query, state_key
 from marketspread_job.session import ROCKSDB_PROVIDER, build_session
 from marketspread_job.settings import JobSettings
 
@@ -453,44 +453,49 @@ def wait_for(condition, what: str) -> None:
         time.sleep(0.1)
 
 
-def test_the_metrics_listener_counts_rows_messages_rejections_dead_letters_and_committed_offsets(
+def test_the_progress_poller_counts_rows_messages_rejections_dead_letters_and_committed_offsets(
         spark, job_settings):
     registry = CollectorRegistry()
-    listener = ProgressListener(JobMetrics(registry))
-    spark.streams.addListener(listener)
-    try:
-        settings = job_settings()
-        symbols = ["A", "BB", "CCC", "DDDD", "E.E"]
-        quotes = [Nbbo(s, 10.0, 10.01 if i % 2 else 11.0, TIME) for i, s in enumerate(symbols)]
-        orders = [Order(Side.SELL, 2, f"M{i:05d}", symbols[i % 5], 1.0, 10.0, TIME) for i in range(30)] + \
-            [Order(Side.BUY, 2, "M99999", "NEW", 1.0, 10.0, TIME)]
-        phases = [timed(quotes, T0), timed(orders, T0 + 100)]
-        expected = expected_results(phases)
-        bad = [(settings.nbbo_topic, b"A", b"\x02junk", T0 + 50), (settings.orders_topic, b"A", None, T0 + 51),
-               (settings.orders_topic, b"BB", b"", T0 + 52)]
-        produce(settings.bootstrap_servers, bad)
-        query = run_phases(spark, settings, phases)
-        inputs = end_offsets(settings.bootstrap_servers, [settings.nbbo_topic, settings.orders_topic])
-        assert sum(inputs.values()) == len(quotes) + len(orders) + len(bad)
+    settings = job_settings()
+    symbols = ["A", "BB", "CCC", "DDDD", "E.E"]
+    quotes = [Nbbo(s, 10.0, 10.01 if i % 2 else 11.0, TIME) for i, s in enumerate(symbols)]
+    orders = [Order(Side.SELL, 2, f"M{i:05d}", symbols[i % 5], 1.0, 10.0, TIME) for i in range(30)] + \
+        [Order(Side.BUY, 2, "M99999", "NEW", 1.0, 10.0, TIME)]
+    phases = [timed(quotes, T0), timed(orders, T0 + 100)]
+    expected = expected_results(phases)
+    bad = [(settings.nbbo_topic, b"A", b"\x02junk", T0 + 50), (settings.orders_topic, b"A", None, T0 + 51),
+           (settings.orders_topic, b"BB", b"", T0 + 52)]
+    produce(settings.bootstrap_servers, bad)
+    query = run_phases(spark, settings, phases)
+    poller = ProgressPoller(query, JobMetrics(registry))
+    inputs = end_offsets(settings.bootstrap_servers, [settings.nbbo_topic, settings.orders_topic])
+    assert sum(inputs.values()) == len(quotes) + len(orders) + len(bad)
+    # State is kept per shard of symbols: as many state rows as shards the keys fall into.
+    keys = spark.createDataFrame([(k,) for k in symbols + ["NEW"]], "key string")
+    shards = keys.select(state_key(settings).alias("shard")).distinct().count()
 
-        def committed() -> dict:
-            return {(t, p): sample(registry, "marketspread_job_committed_offset", topic=t, partition=str(p))
-                    for t, p in inputs}
+    def committed() -> dict:
+        return {(t, p): sample(registry, "marketspread_job_committed_offset", topic=t, partition=str(p))
+                for t, p in inputs}
 
-        # The listener hears of each batch asynchronously; the last batch's progress sets these two last.
-        wait_for(lambda: committed() == inputs and sample(registry, "marketspread_job_state_rows") == len(symbols) + 1,
-                 "the committed offsets to reach the topics' end offsets and the state to hold every key")
-        batches = query.recentProgress
-        assert sample(registry, "marketspread_job_input_rows_total") == len(quotes) + len(orders) + len(bad)
-        assert sample(registry, "marketspread_job_input_messages_total") == len(quotes) + len(orders)
-        assert sample(registry, "marketspread_job_rejections_total") == len(expected) == 3 * 6 + 1
-        assert sample(registry, "marketspread_job_dead_letters_total") == len(bad)
-        assert sample(registry, "marketspread_job_batches_total") == len(batches)
-        assert sample(registry, "marketspread_job_batch_duration_seconds_count") == len(batches)
-        assert sample(registry, "marketspread_job_query_active") == 1
-        query.stop()
-        wait_for(lambda: sample(registry, "marketspread_job_query_active") == 0, "the query to be reported stopped")
-    finally:
-        spark.streams.removeListener(listener)
+    def polled() -> bool:
+        poller.poll()
+        return committed() == inputs
+
+    wait_for(polled, "the committed offsets to reach the topics' end offsets")
+    batches = query.recentProgress
+    assert sample(registry, "marketspread_job_state_rows") == shards
+    assert sample(registry, "marketspread_job_input_rows_total") == len(quotes) + len(orders) + len(bad)
+    assert sample(registry, "marketspread_job_input_messages_total") == len(quotes) + len(orders)
+    assert sample(registry, "marketspread_job_rejections_total") == len(expected) == 3 * 6 + 1
+    assert sample(registry, "marketspread_job_dead_letters_total") == len(bad)
+    assert sample(registry, "marketspread_job_batches_total") == len(batches)
+    assert sample(registry, "marketspread_job_batch_duration_seconds_count") == len(batches)
+    assert sample(registry, "marketspread_job_query_active") == 1
+    query.stop()
+    poller.poll()
+    assert sample(registry, "marketspread_job_query_active") == 0
+    # Polling again finds nothing new: every batch was counted exactly once.
+    assert sample(registry, "marketspread_job_batches_total") == len(batches)
     assert len(read_topic(settings.bootstrap_servers, settings.rejections_topic)) == len(expected)
     assert len(read_topic(settings.bootstrap_servers, settings.dead_letter_topic)) == len(bad)
