@@ -14,6 +14,11 @@ from .settings import JobSettings
 __all__ = ["spark_conf", "build_session", "connector_jars", "JobConfigError"]
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+FILESYSTEM_CHECKPOINTS = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+
+
+def _local_path(location: str) -> bool:
+    return "://" not in location or location.startswith("file:")
 
 
 class JobConfigError(MarketSpreadError):
@@ -59,6 +64,11 @@ def spark_conf(settings: JobSettings) -> dict[str, str]:
             "spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus",
             "spark.metrics.appStatusSource.enabled": "true",
         })
+    if _local_path(settings.checkpoint_dir):
+        # Spark's default (FileContext-based) manager makes Hadoop fork `readlink` for every file
+        # it touches on a local disk, ~30 times a second here; on a POSIX disk or volume the
+        # FileSystem-based one is as safe (rename is atomic) and halves a small batch's commits.
+        conf["spark.sql.streaming.checkpointFileManagerClass"] = FILESYSTEM_CHECKPOINTS
     if settings.jvm_options and settings.master.startswith("local"):
         # Only a JVM not yet started takes options: pyspark launches it from this conf.
         conf["spark.driver.extraJavaOptions"] = settings.jvm_options
