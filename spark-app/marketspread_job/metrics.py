@@ -6,7 +6,7 @@ import json
 import logging
 import time
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics
 
 from .query import OBSERVATION
 
@@ -15,6 +15,10 @@ __all__ = ["JobMetrics", "ProgressPoller", "log_batch"]
 log = logging.getLogger(__name__)
 
 _BATCH_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60)
+
+# `*_created` series double every counter's scrape for a timestamp no dashboard or alert uses;
+# the sender and receiver do not serve them either.
+disable_created_metrics()
 
 
 class JobMetrics:
