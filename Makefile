@@ -26,8 +26,9 @@ help:
 	@echo "make demo   - set up, then run the whole pipeline on one machine and print its summary"
 	@echo "make test   - set up, then run every test"
 	@echo "make setup  - install everything the project needs (idempotent)"
-	@echo "make bench  - benchmarks; figures go to docs/benchmarks.md"
+	@echo "make bench  - spark and its peers side by side (~35 min; QUICK=1: ~15 min); table in docs/benchmarks.md"
 	@echo "make cluster-up / cluster-down - a local Kubernetes control plane with simulated nodes"
+	@echo "make k8s-e2e - the chart on that cluster: helm install/upgrade/rollback, docs/kubernetes.md, spark-submit"
 
 setup: $(VENV)/.installed $(JARS)/kafka/.resolved $(JARS)/spark/.resolved $(BIN)/helm $(LOCAL)/.promtool
 
@@ -62,14 +63,17 @@ $(LOCAL)/.promtool:
 demo: setup
 	$(MS) demo --out out/demo
 
-test: setup
+# The k8s tests start the local control plane; on a fresh machine its binary is built here first
+# (cold: ~10 min, once; cached in ~/.cache/marketspread-cluster), not inside a test's time limit.
+test: setup cluster-build
 	$(VENV)/bin/pytest
 
-test-fast: setup
+test-fast: setup cluster-build
 	$(VENV)/bin/pytest -m "not slow"
 
+# The whole comparison (marketspread bench --all): rewrites the generated section of docs/benchmarks.md.
 bench: setup
-	$(MS) bench --all --out out/bench
+	$(MS) bench --all --out out/bench $(if $(QUICK),--quick,)
 
 clean:
 	-$(MS) kafka stop 2>/dev/null
@@ -88,7 +92,10 @@ chart-regenerate: $(VENV)/.installed $(BIN)/helm
 # A real Kubernetes control plane on loopback with kwok's simulated nodes, for the chart's tests
 # (docs/kubernetes-local-cluster.md). Only Go and openssl are needed: the first run builds it
 # (cached under ~/.cache/marketspread-cluster); its data lives in $(LOCAL)/cluster.
-.PHONY: cluster-up cluster-down cluster-status
+.PHONY: cluster-build cluster-up cluster-down cluster-status k8s-e2e
+cluster-build:
+	$(PYTHON) k8s/cluster/cluster.py build >/dev/null
+
 cluster-up:
 	$(PYTHON) k8s/cluster/cluster.py up
 
@@ -97,3 +104,8 @@ cluster-down:
 
 cluster-status:
 	$(PYTHON) k8s/cluster/cluster.py status
+
+# The chart on that cluster with the real helm, kubectl and spark-submit (tests/k8s/test_e2e_*.py,
+# docs/kubernetes-local-cluster.md). The cluster stays up afterwards: `make cluster-down`.
+k8s-e2e: setup cluster-up
+	$(VENV)/bin/pytest -m k8s tests/k8s/test_e2e_*.py

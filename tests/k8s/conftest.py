@@ -2,7 +2,8 @@
 
 A cluster that is already up is used as it is and left running; otherwise the session starts
 one (building it first on a fresh machine, which takes many minutes) and stops it at the end.
-Each test module gets its own namespace, so tests never see each other's objects.
+Each test module gets its own namespace, so tests never see each other's objects; the
+end-to-end modules (test_e2e_*.py) install the chart into theirs with the real helm (e2e_support.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # e2e_support, beside this file
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO / "k8s" / "cluster" / "cluster.py"
@@ -103,3 +106,44 @@ def wait_for(condition, what: str, timeout: float = 60.0, interval: float = 0.2)
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
         time.sleep(interval)
+
+
+# -- the end-to-end tests (test_e2e_*.py): the chart installed with the real helm ----------------
+
+@pytest.fixture(scope="session")
+def tools(cluster):
+    from e2e_support import Tools
+
+    helm = REPO / ".local" / "bin" / "helm"
+    if not helm.is_file():
+        pytest.fail("helm is missing: `make setup` builds .local/bin/helm", pytrace=False)
+    kubeconfig = Path(cluster["kubeconfig"])
+    return Tools(kubeconfig=kubeconfig, kubectl=kubeconfig.parent / "bin" / "kubectl", helm=helm)
+
+
+@pytest.fixture(scope="session")
+def submitted_release(tools, cluster, tmp_path_factory):
+    """The chart installed (`helm install --wait`, ci/pinned-values.yaml) in a namespace of its own,
+    then its SparkApplication submitted by spark-submit as the Spark operator would: the driver pod
+    exists in the API server. Shared by the modules that look at the driver; removed at the end."""
+    from e2e_support import (PINNED_VALUES, Release, create_namespace, delete_release_and_namespace,
+                             grant_submitter, new_namespace_name, pinned_values, provide_checkpoint_volume,
+                             spark_submit, wait_for)
+
+    namespace = new_namespace_name("ms-driver")
+    create_namespace(tools, namespace)
+    claim = pinned_values()["job"]["checkpoint"]["persistentVolumeClaim"]
+    volume = provide_checkpoint_volume(tools, namespace, claim["size"], claim["accessModes"])
+    release = Release(tools, namespace)
+    try:
+        release.helm("install", release.name, "charts/market-spread", "--values", str(PINNED_VALUES),
+                     "--wait", "--timeout=3m")
+        grant_submitter(tools, namespace)
+        submission = spark_submit(tools, release, cluster["server"],
+                                  Path(cluster["kubeconfig"]).parent / "pki" / "ca.crt",
+                                  tmp_path_factory.mktemp("spark-submit"))
+        wait_for(lambda: release.get("pods", f"--field-selector=metadata.name={submission.driver_pod}")["items"],
+                 "the driver pod")
+        yield release, submission
+    finally:
+        delete_release_and_namespace(tools, namespace, volume)
