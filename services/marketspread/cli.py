@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "marketspread.chaos.cli",
     "marketspread.bench.cli",
     "marketspread.dashboards.cli",
+    "marketspread.k8s.cli",
 )
 
 

@@ -58,9 +58,11 @@ class KafkaSettings(Settings):
                     "4-byte-length-framed messages per record, keyed by shard",
     )
     shards: int = Field(
-        8, ge=1,
+        2, ge=1,
         description="how many state shards the job groups symbols into (and, with record_format=framed, the "
-                    "record keys); fixed for the life of a checkpoint",
+                    "record keys); fixed for the life of a checkpoint. At least the job's shuffle partitions "
+                    "(a shard is the unit of parallelism of the state stage), and no more: each shard also "
+                    "splits every sender batch into one more, smaller Kafka record",
     )
 
 

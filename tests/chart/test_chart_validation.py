@@ -41,7 +41,12 @@ def test_the_job_disagreeing_on_the_record_format_fails():
 
 
 def test_a_component_repeating_a_shared_setting_with_the_same_value_is_fine():
-    cs.render(sets=("components.receiver.settings.shards=8",))
+    cs.render(sets=("components.receiver.settings.shards=2",))
+
+
+def test_a_component_repeating_a_shared_setting_with_another_value_fails():
+    assert "components.receiver.settings.shards is 8 but default.settings.shards is 2" in \
+        fails_with("components.receiver.settings.shards=8")
 
 
 def test_a_spark_master_fails_because_spark_submit_sets_it():

@@ -1,0 +1,98 @@
+"""CPU seconds and resident memory of process trees, sampled with psutil.
+
+A tree is a root process and all its descendants (the Spark driver's Python, its JVM and the
+JVM's Python workers; a sender; the broker). CPU is the sum over every process ever seen in the
+tree of its last observed user + system time, so a Python worker that exits keeps counting what
+it used; RSS is the sum over the processes alive at a sample, and the peak is the highest sum
+seen. Several roots may share one name (the senders of a step).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import psutil
+
+__all__ = ["TreeSampler", "TreeUsage", "find_listener_pid"]
+
+
+@dataclass
+class TreeUsage:
+    cpu_seconds: float = 0.0
+    rss_bytes: int = 0
+    processes: int = 0
+
+
+@dataclass
+class _Tree:
+    roots: list[tuple[psutil.Process, bool]] = field(default_factory=list)  # (root, with descendants)
+    cpu_by_pid: dict[int, float] = field(default_factory=dict)
+    peak_rss: int = 0
+
+
+class TreeSampler:
+    def __init__(self) -> None:
+        self._trees: dict[str, _Tree] = {}
+
+    def track(self, name: str, pid: int | None, recursive: bool = True) -> None:
+        if pid is None:
+            return
+        try:
+            process = psutil.Process(pid)
+        except psutil.Error:
+            return
+        self._trees.setdefault(name, _Tree()).roots.append((process, recursive))
+
+    def names(self) -> list[str]:
+        return list(self._trees)
+
+    def sample(self) -> dict[str, TreeUsage]:
+        usage = {}
+        for name, tree in self._trees.items():
+            rss = alive = 0
+            for root, recursive in tree.roots:
+                members = [root]
+                if recursive:
+                    try:
+                        members += root.children(recursive=True)
+                    except psutil.Error:
+                        pass
+                for process in members:
+                    try:
+                        with process.oneshot():
+                            times = process.cpu_times()
+                            memory = process.memory_info().rss
+                    except psutil.Error:
+                        continue
+                    tree.cpu_by_pid[process.pid] = times.user + times.system
+                    rss += memory
+                    alive += 1
+            tree.peak_rss = max(tree.peak_rss, rss)
+            usage[name] = TreeUsage(sum(tree.cpu_by_pid.values()), rss, alive)
+        return usage
+
+    def peak_rss(self, name: str) -> int:
+        return self._trees[name].peak_rss if name in self._trees else 0
+
+    def reset_peaks(self) -> None:
+        for tree in self._trees.values():
+            tree.peak_rss = 0
+
+    def forget(self, name: str) -> None:
+        self._trees.pop(name, None)
+
+
+def find_listener_pid(port: int) -> int | None:
+    """The process listening on a local TCP port (a broker this bench did not start), if visible."""
+    try:
+        for connection in psutil.net_connections(kind="tcp"):
+            if connection.status == psutil.CONN_LISTEN and connection.laddr and connection.laddr.port == port:
+                return connection.pid
+    except (psutil.Error, OSError):
+        return None
+    return None
+
+
+def own_pid() -> int:
+    return os.getpid()
