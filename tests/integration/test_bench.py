@@ -28,7 +28,7 @@ def bench(out: Path, broker, *args: str) -> tuple[int, dict]:
 
 
 @pytest.mark.parametrize("system, record_format", [
-    ("passthrough", "framed"), ("passthrough", "message"), ("plain", "framed"), ("plain", "message"),
+    ("passthrough", "framed"), ("passthrough", "message"), ("plain", "framed"), ("plain", "message"), ("plain-bulk", "framed"),
     ("quix", "framed"), ("quix", "message"), pytest.param("spark", "framed", marks=pytest.mark.spark),
 ])
 def test_a_short_bench_at_a_low_rate_loses_nothing_and_reports_everything(tmp_path, kafka_broker, wallaroo_data,

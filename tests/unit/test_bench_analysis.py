@@ -37,10 +37,12 @@ def samples(rate: float, capacity: float, seconds: float, start: float = T0, dt:
     return out
 
 
-def step(rate: float, capacity: float, seconds: float = 30.0, latencies_ms=(10, 20, 30), lost=0) -> StepData:
+def step(rate: float, capacity: float, seconds: float = 30.0, latencies_ms=(10, 20, 30), lost=0,
+         received_at: float = 20.0) -> StepData:
+    """`received_at`: seconds into the load when the results arrive (after the warm-up quarter by default)."""
     latency = np.array(latencies_ms, dtype=np.int64) * 1_000_000
-    outputs = Outputs(latency, None, np.full(len(latency), int((T0 + 1) * NS)), expected=len(latency) + lost,
-                      received=len(latency), lost=lost)
+    outputs = Outputs(latency, None, np.full(len(latency), int((T0 + received_at) * NS)),
+                      expected=len(latency) + lost, received=len(latency), lost=lost)
     half = int(rate * seconds / 2)
     return StepData("step01", "plain", "message", "350", 0.01, rate, seconds, T0, T0 + seconds + 1,
                     samples(rate, capacity, seconds), True, 1.0, outputs, {"nbbo": half, "orders": half}, 100, 1,
@@ -57,6 +59,13 @@ def test_a_system_that_keeps_up_is_sustained():
     assert result["resources"]["plain"]["cpu_percent"] == pytest.approx(60, abs=3)
     assert result["resources"]["plain"]["peak_rss_mb"] == 60.0
     assert len(result["series"]["t"]) == len(result["series"]["lag_messages"])
+
+
+def test_latency_is_measured_after_the_warm_up_quarter_and_also_reported_with_it():
+    result = summarize(step(10_000, 50_000, received_at=2.0))
+    assert result["latency_ms"]["count"] == 0 and result["latency_ms"]["p50"] is None
+    assert result["latency_ms_including_warmup"]["count"] == 3
+    assert result["latency_ms_including_warmup"]["p50"] == 20.0
 
 
 def test_an_overloaded_system_has_growing_lag_and_is_not_sustained():

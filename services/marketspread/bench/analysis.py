@@ -13,7 +13,9 @@ Pure: no Kafka, no processes. Definitions (docs/benchmarks.md repeats them):
   micro-batches) over the second half of the load window decides `lag_growing`
   (`stats.lag_trend`);
 - latency: receive time - intended send time of every order result received whose intended
-  time falls in the step, first arrival per order id only; nearest-rank percentiles;
+  time falls in the steady part of the step (the last three quarters, as for throughput; the
+  whole step's figures are kept as `latency_ms_including_warmup`), first arrival per order id
+  only; nearest-rank percentiles;
 - lost: expected results (reference model) not received once drained; the passthrough's:
   order messages sent minus order messages received by the probe.
 """
@@ -196,7 +198,13 @@ def summarize(data: StepData) -> dict:
     trend = lag_trend(t[load], lag[load], offered, since=start + window / 2,
                       envelope=max(1.0, 2 * longest + SAMPLE_SECONDS), batch=typical)
     out = data.outputs
-    latency = weighted_percentiles_ms(out.latency_ns, out.weights)
+    # Latency over the same steady window as the throughput: the warm-up quarter (JIT, first
+    # micro-batches, connection set-up) is reported separately, never mixed into the tail.
+    intended_ns = out.receive_ns - out.latency_ns
+    in_steady = intended_ns >= int((start + WARMUP_SHARE * window) * _NS)
+    steady_weights = None if out.weights is None else out.weights[in_steady]
+    latency = weighted_percentiles_ms(out.latency_ns[in_steady], steady_weights)
+    latency_all = weighted_percentiles_ms(out.latency_ns, out.weights)
     # Not drained: `lost` still counts what never arrived, backlog included; the verdict says why.
     lost = out.lost
     verdict = judge(data.rate, offered, sustained, trend.growing, out.lost, data.drained)
@@ -233,6 +241,7 @@ def summarize(data: StepData) -> dict:
         "offered_msgs_per_s": round(offered, 1),
         "sustained_msgs_per_s": round(sustained, 1),
         "latency_ms": {k: (None if v is None else round(v, 3)) for k, v in latency.items()},
+        "latency_ms_including_warmup": {k: (None if v is None else round(v, 3)) for k, v in latency_all.items()},
         "latency_histogram_ms": histogram_pairs(histogram(out.latency_ns / _MS_NS, out.weights)),
         "lost": lost,
         "expected": out.expected,

@@ -13,7 +13,7 @@ __all__ = ["register"]
 
 def register(subparsers) -> None:
     bench = subparsers.add_parser(
-        "bench", help="benchmark spark or a peer (passthrough, plain, quix): open-loop load, latency, max rate",
+        "bench", help="benchmark spark or a peer (passthrough, plain, plain-bulk, quix): open-loop load, latency, max rate",
         description="Open-loop load at a fixed rate (NBBO + orders, half each, generated, after Wallaroo's initial "
                     "NBBO) on a private Kafka broker; latency from each message's intended send time; sustained "
                     "throughput, lag trend, loss, CPU and RSS per process tree. Writes OUT/bench.json and "
@@ -23,7 +23,7 @@ def register(subparsers) -> None:
     bench.set_defaults(func=_bench)
 
     peer = subparsers.add_parser("bench-peer", help="run a peer of the Spark job (used by `bench`)",
-                                 description="A peer system for `marketspread bench`: passthrough, plain or quix.")
+                                 description="A peer system for `marketspread bench`: passthrough, plain, plain-bulk or quix.")
     add_arguments(peer, PeerSettings)
     peer.set_defaults(func=_peer)
 

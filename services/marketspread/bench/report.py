@@ -61,6 +61,7 @@ def _resources(resources: dict) -> str:
 
 def render_step(r: dict) -> str:
     lat = r.get("latency_ms") or {}
+    warm = r.get("latency_ms_including_warmup") or {}
     trend = (r.get("lag") or {}).get("trend") or {}
     lines = [
         f"Market Spread bench: {r['system']}, {r['record_format']} records, {r['symbols']} symbols, "
@@ -70,7 +71,9 @@ def render_step(r: dict) -> str:
         f"(trend {100 * trend.get('relative_slope', 0.0):+.1f} % of the rate, "
         f"max {r['lag']['max_messages']:,.0f} msgs)",
         "  latency      " + ", ".join(f"{k} {fmt_ms(lat.get(k))}" for k in ("p50", "p90", "p99", "p999", "max"))
-        + f" (over {lat.get('count') or 0:,} results)",
+        + f" (over {lat.get('count') or 0:,} results after the warm-up quarter)",
+        "  with warm-up " + ", ".join(f"{k} {fmt_ms(warm.get(k))}" for k in ("p50", "p90", "p99", "p999", "max"))
+        + f" (over {warm.get('count') or 0:,} results)",
         f"  loss         lost {'-' if r['lost'] is None else format(r['lost'], ',')} of "
         f"{'-' if r['expected'] is None else format(r['expected'], ',')} expected "
         f"({r['unexpected']:,} unexpected, {r['duplicates']:,} duplicates); "

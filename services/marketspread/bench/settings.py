@@ -10,11 +10,11 @@ from ..settings import KafkaSettings, RecordFormat, Settings
 
 __all__ = ["SYSTEMS", "PEERS", "BenchSettings", "PeerSettings", "ProbeSettings", "WALLAROO_REJECT_RATIO"]
 
-SYSTEMS = ("spark", "passthrough", "plain", "quix")
-PEERS = ("passthrough", "plain", "quix")
+SYSTEMS = ("spark", "passthrough", "plain", "plain-bulk", "quix")
+PEERS = ("passthrough", "plain", "plain-bulk", "quix")
 WALLAROO_REJECT_RATIO = 5 / 350_000
 
-System = Literal["spark", "passthrough", "plain", "quix"]
+System = Literal["spark", "passthrough", "plain", "plain-bulk", "quix"]
 
 
 class BenchSettings(Settings):
@@ -41,7 +41,8 @@ class BenchSettings(Settings):
     precision: float = Field(0.10, gt=0, description="--find-max: stop when failing/passing rates are this close")
     max_steps: int = Field(7, ge=1, description="--find-max: at most this many steps")
     partitions: int = Field(2, ge=1, description="partitions of every topic")
-    shards: int = Field(8, ge=1, description="state shards (framed record keys); as the job's setting")
+    shards: int = Field(KafkaSettings.model_fields["shards"].default, ge=1,
+                        description="state shards (framed record keys); as the job's setting")
     batch_interval_ms: float = Field(10, gt=0, description="senders send a batch every this many ms "
                                                            "(batch size = rate per stream * interval)")
     senders_per_stream: int = Field(1, ge=1, description="sender processes per stream (each its own seed)")
@@ -57,7 +58,7 @@ class BenchSettings(Settings):
 
 
 class PeerSettings(KafkaSettings):
-    system: Literal["passthrough", "plain", "quix"] = Field("plain", description="which peer to run")
+    system: Literal["passthrough", "plain", "plain-bulk", "quix"] = Field("plain", description="which peer to run")
     group_id: str = Field("marketspread-peer", description="consumer group")
     passthrough_topic: str = Field("passthrough", description="where the passthrough forwards the order records")
     metrics_port: int = Field(0, ge=0, description="port of /metrics; 0: none")

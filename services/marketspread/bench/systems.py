@@ -39,6 +39,8 @@ SPECS = {
                               "consume both topics, forward order records unchanged (confluent-kafka): the floor"),
     "plain": SystemSpec("plain", "receiver", PROCESSED_OFFSET, INPUT_MESSAGES,
                         "one kafka-python process, a dict, one message at a time"),
+    "plain-bulk": SystemSpec("plain-bulk", "receiver", PROCESSED_OFFSET, INPUT_MESSAGES,
+                             "plain, but each framed record decoded by the numpy bulk decoder first"),
     "quix": SystemSpec("quix", "receiver", PROCESSED_OFFSET, INPUT_MESSAGES,
                        "Quix Streams: concat of the two topics + stateful apply"),
 }

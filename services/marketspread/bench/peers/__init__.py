@@ -19,7 +19,7 @@ def run_peer(settings, stop) -> None:
     """Run the peer `settings.system` until `stop` is set."""
     if settings.system == "passthrough":
         from .passthrough import run
-    elif settings.system == "plain":
+    elif settings.system in ("plain", "plain-bulk"):
         from .plain import run
     elif settings.system == "quix":
         from .quix import run

@@ -36,7 +36,7 @@ def run(settings: PeerSettings, stop: threading.Event) -> None:
     producer = KafkaProducer(bootstrap_servers=servers, client_id="peer-plain")
     counters = PeerCounters()
     counters.serve(settings.metrics_port)
-    book = DictMarketSpread()
+    book = DictMarketSpread(bulk=settings.system == "plain-bulk")
     framed = settings.record_format == "framed"
     out = settings.rejections_topic
     try:
