@@ -51,6 +51,8 @@ def kafka_consumer(settings: ReceiverSettings):
             enable_auto_commit=False,
             auto_offset_reset="earliest" if settings.from_beginning else "latest",
             max_poll_records=5000,
+            # The Java client's default: back within a second of a broker restart, not kafka-python's 30 s.
+            reconnect_backoff_max_ms=1000,
         )
     except KafkaError as error:
         raise ReceiverError(f"cannot reach Kafka at {settings.bootstrap_servers}: {error}") from None

@@ -13,6 +13,7 @@ import shutil
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..fixish import Nbbo, Order
@@ -29,8 +30,15 @@ OUTPUT_FILES = ("rejections.msg", "dead-letters.msg", "malformed.msg", "stats.js
 
 
 class Run:
-    def __init__(self, settings: RunSettings):
+    """`during_streams(stack, senders)` runs once the stream senders have started (the NBBO phase when sequential),
+    `before_stop(stack)` once everything is processed and received, before the services stop: the places
+    for a test or a tool to act on the live pipeline (inject records, read metrics)."""
+
+    def __init__(self, settings: RunSettings, during_streams: Callable[[Stack, list], None] | None = None,
+                 before_stop: Callable[[Stack], None] | None = None):
         self.settings = settings
+        self.during_streams = during_streams
+        self.before_stop = before_stop
         self.out = Path(settings.out)
         kafka = KafkaSettings(**{name: getattr(settings, name) for name in KafkaSettings.model_fields})
         self.stack = Stack(kafka, self.out, time.monotonic() + settings.timeout_seconds, settings.kafka_port,
@@ -70,17 +78,20 @@ class Run:
             if s.sequential:
                 for stream, source in (("nbbo", nbbo), ("orders", orders)):
                     stack.status = f"sequential: {stream}"
-                    self._send([(stream, source, s.rate)], start_at=0.0)
+                    self._send([(stream, source, s.rate)], start_at=s.start_at, streaming=stream == "nbbo")
                     stack.wait_processed()
             else:
                 stack.status = "concurrent: nbbo + orders"
                 # A shared t0 slightly ahead gives both senders the same schedule of intended times.
-                stream_start = time.time() + 2.0
-                self._send([("nbbo", nbbo, s.rate), ("orders", orders, s.rate)], start_at=stream_start)
+                stream_start = s.start_at or time.time() + 2.0
+                self._send([("nbbo", nbbo, s.rate), ("orders", orders, s.rate)], start_at=stream_start,
+                           streaming=True)
                 stack.wait_processed()
             stream_end = time.time()
             stack.status = "waiting for the receiver"
             stack.wait_received()
+            if self.before_stop is not None:
+                self.before_stop(stack)
             stack.status = "stopping"
         finally:
             self._stop_progress.set()
@@ -110,9 +121,11 @@ class Run:
         write_summary(self.out / "summary.json", summary)
         return summary
 
-    def _send(self, streams: list[tuple[str, InputFile, float]], start_at: float) -> None:
+    def _send(self, streams: list[tuple[str, InputFile, float]], start_at: float, streaming: bool = False) -> None:
         self.senders = [self.stack.start_sender(stream, source.path, rate, self.settings.batch_size, start_at)
                         for stream, source, rate in streams]
+        if streaming and self.during_streams is not None:
+            self.during_streams(self.stack, self.senders)
         for sender in self.senders:
             self.stack.wait_finished(sender)
         self.senders = []

@@ -18,6 +18,8 @@ class RunSettings(KafkaSettings):
     batch_size: int = Field(100, ge=1, description="messages per paced sender batch")
     sequential: bool = Field(False, description="send initial NBBO, NBBO, orders one after another, each sent and "
                                                 "processed before the next (Wallaroo's test harness)")
+    start_at: float = Field(0.0, ge=0, description="epoch seconds of the streams' first intended send time (the "
+                                                   "OrderResults' timestamps follow from it); 0: when they start")
     partitions: int = Field(2, ge=1, description="partitions of each topic (topics are recreated for the run)")
     shuffle_partitions: int = Field(1, ge=1, description="the job's spark.sql.shuffle.partitions")
     trigger_interval: str = Field("0 seconds", description="the job's micro-batch trigger interval")

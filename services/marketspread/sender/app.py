@@ -13,6 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from .. import metrics as shared_metrics
 from ..fixish import NBBO, MessageType
+from . import producer_fix
 from .delivery import Delivery
 from .errors import DeliveryError, SenderError
 from .metrics import SenderMetrics
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 
 # Unacknowledged value bytes the sender allows before it waits (back-pressure, as Giles did).
 MAX_IN_FLIGHT_BYTES = 64 << 20
+# Longest wait between reconnection attempts to a broker that went away (Java client's default).
+RECONNECT_BACKOFF_MAX_MS = 1000
 # The initial NBBO file goes out unpaced in chunks of this many messages.
 _INITIAL_CHUNK = 10_000
 
@@ -39,6 +42,9 @@ def kafka_producer(settings: SenderSettings):
     acks = {"all": "all", "1": 1, "0": 0}[settings.acks]
     if settings.acks != "all":
         log.warning("acks=%s: the producer cannot be idempotent; a retried batch may be written twice", settings.acks)
+    # Without it, a batch expiring after a long broker outage stops the idempotent producer for good.
+    producer_fix.apply()
+    delivery_timeout_ms = int(settings.delivery_timeout_seconds * 1000)
     try:
         return KafkaProducer(
             bootstrap_servers=settings.bootstrap_servers.split(","),
@@ -47,6 +53,12 @@ def kafka_producer(settings: SenderSettings):
             enable_idempotence=settings.acks == "all",
             linger_ms=settings.linger_ms,
             batch_size=settings.producer_batch_bytes,
+            # Retries are unlimited until then: a broker restart or outage shorter than this loses nothing.
+            delivery_timeout_ms=delivery_timeout_ms,
+            # Kafka's rule: delivery.timeout.ms >= linger.ms + request.timeout.ms (default 30 s).
+            request_timeout_ms=max(1000, min(30_000, delivery_timeout_ms - settings.linger_ms)),
+            # The Java client's default: back within a second of a broker restart, not kafka-python's 30 s.
+            reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
         )
     except KafkaError as error:
         raise SenderError(f"cannot reach Kafka at {settings.bootstrap_servers}: {error}") from None
@@ -158,9 +170,12 @@ class Sender:
         finally:
             self._phase = "flushing"
             try:
-                producer.flush()
+                self._flush(producer, [d for d in (initial_delivery, delivery) if d is not None])
             finally:
-                producer.close()
+                try:
+                    producer.close(timeout=5)
+                except KafkaError as error:  # records it gave up on are already counted as failed
+                    log.warning("closing the producer: %r", error)
                 if server is not None:
                     server.shutdown()
         wall = time.monotonic() - started
@@ -173,6 +188,18 @@ class Sender:
             send_errors=sum(d.failed_records for d in failed), failed_messages=sum(d.failed_messages for d in failed),
             first_intended_ns=first_ns, last_intended_ns=last_ns, wall_seconds=wall, stopped=stop.is_set(),
         )
+
+    def _flush(self, producer, deliveries: list[Delivery]) -> None:
+        """Wait for every record's outcome; the producer gives each one within the delivery timeout, so
+        past that (and a margin) whatever is still pending is counted as failed rather than waited for."""
+        from kafka.errors import KafkaTimeoutError
+
+        timeout = self.settings.delivery_timeout_seconds + 30
+        try:
+            producer.flush(timeout=timeout)
+        except KafkaTimeoutError:
+            for delivery in deliveries:
+                delivery.abandon_pending(f"no outcome within {timeout:.0f} s of the final flush")
 
     def _enter(self, phase: str, delivery: Delivery) -> None:
         self._phase, self._delivery, self._phase_started = phase, delivery, time.monotonic()

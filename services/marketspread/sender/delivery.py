@@ -73,6 +73,18 @@ class Delivery:
         elif failures % _LOG_EVERY_ERRORS == 0:
             log.error("%d records to %s not delivered so far; latest: %r", failures, self.topic, error)
 
+    def abandon_pending(self, reason: str) -> None:
+        """Count every submitted message without an outcome yet as failed (the producer gave up on them)."""
+        with self._lock:
+            pending = self.submitted_messages - self.messages - self.failed_messages
+            if pending <= 0:
+                return
+            self.failed_messages += pending
+            self.failed_records += 1
+            self.pending_bytes = 0
+            self.last_error = TimeoutError(reason)
+        log.error("%d messages to %s have no delivery outcome: %s", pending, self.topic, reason)
+
     def wait_in_flight_below(self, limit_bytes: int, stop: threading.Event | None = None,
                              poll_seconds: float = 0.1) -> None:
         """Block while more than `limit_bytes` of values await acknowledgement (Giles pauses likewise)."""

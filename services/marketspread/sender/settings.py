@@ -29,4 +29,8 @@ class SenderSettings(KafkaSettings):
     linger_ms: int = Field(5, ge=0, description="producer linger.ms")
     producer_batch_bytes: int = Field(1 << 20, ge=1024, description="producer batch.size in bytes")
     acks: Literal["all", "1", "0"] = Field("all", description="producer acks")
+    delivery_timeout_seconds: float = Field(
+        600, ge=2, description="how long the producer retries a record (delivery.timeout.ms): a broker outage "
+                               "shorter than this loses nothing; a record still undelivered then is a send error "
+                               "and the sender exits non-zero")
     metrics_port: int = Field(9101, ge=0, description="port of /metrics; 0: none")
