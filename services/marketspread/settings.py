@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import argparse
 import typing
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from .errors import MarketSpreadError
 
 __all__ = ["ENV_PREFIX", "Settings", "KafkaSettings", "add_arguments", "from_args", "env_name"]
 
@@ -64,6 +67,43 @@ class KafkaSettings(Settings):
                     "(a shard is the unit of parallelism of the state stage), and no more: each shard also "
                     "splits every sender batch into one more, smaller Kafka record",
     )
+
+
+    security_protocol: Literal["PLAINTEXT", "SSL"] = Field(
+        "PLAINTEXT", description="PLAINTEXT, or SSL: TLS with a client certificate (the chart's kafka.security)")
+    ssl_cafile: str = Field("", description="with SSL: PEM file of the CA that signed the brokers' certificates")
+    ssl_certfile: str = Field("", description="with SSL: PEM file of this client's certificate")
+    ssl_keyfile: str = Field("", description="with SSL: PEM file of this client's private key (PKCS#8, unencrypted)")
+
+    def _tls_files(self) -> dict[str, Path]:
+        files = {"ssl_cafile": self.ssl_cafile, "ssl_certfile": self.ssl_certfile, "ssl_keyfile": self.ssl_keyfile}
+        missing = [name for name, path in files.items() if not path or not Path(path).is_file()]
+        if missing:
+            raise MarketSpreadError(f"security_protocol is SSL but {', '.join(missing)} "
+                                    f"{'is' if len(missing) == 1 else 'are'} not set to a readable file")
+        return {name: Path(path) for name, path in files.items()}
+
+    def client_config(self) -> dict:
+        """The security part of a kafka-python client's configuration."""
+        if self.security_protocol == "PLAINTEXT":
+            return {}
+        files = self._tls_files()
+        return {"security_protocol": "SSL", **{name: str(path) for name, path in files.items()}}
+
+    def spark_kafka_options(self) -> dict[str, str]:
+        """The same for Spark's Kafka source and sink (the Java client): PEM trust and key stores."""
+        if self.security_protocol == "PLAINTEXT":
+            return {}
+        files = self._tls_files()
+        return {
+            "kafka.security.protocol": "SSL",
+            "kafka.ssl.truststore.type": "PEM",
+            "kafka.ssl.truststore.location": str(files["ssl_cafile"]),
+            # The Java client takes a PEM key store as text; Strimzi's user.key is PKCS#8 already.
+            "kafka.ssl.keystore.type": "PEM",
+            "kafka.ssl.keystore.certificate.chain": files["ssl_certfile"].read_text(),
+            "kafka.ssl.keystore.key": files["ssl_keyfile"].read_text(),
+        }
 
 
 def env_name(field: str) -> str:

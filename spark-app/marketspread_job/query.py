@@ -31,6 +31,7 @@ def read_inputs(spark: SparkSession, settings: JobSettings) -> DataFrame:
     )
     if settings.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(settings.max_offsets_per_trigger))
+    reader = reader.options(**settings.spark_kafka_options())
     return reader.load().select(
         F.col("key").cast("string").alias("key"), "value", "topic", "partition", "offset",
         F.unix_millis("timestamp").alias("timestamp"),
@@ -95,6 +96,7 @@ def start_query(spark: SparkSession, settings: JobSettings):
         .option("kafka.bootstrap.servers", settings.bootstrap_servers)
         .option("kafka.acks", "all")
         .option("kafka.linger.ms", "2")
+        .options(**settings.spark_kafka_options())
         .option("checkpointLocation", settings.checkpoint_dir)
         .outputMode("update")
         .trigger(processingTime=settings.trigger_interval)

@@ -69,6 +69,11 @@ def spark_conf(settings: JobSettings) -> dict[str, str]:
         # it touches on a local disk, ~30 times a second here; on a POSIX disk or volume the
         # FileSystem-based one is as safe (rename is atomic) and halves a small batch's commits.
         conf["spark.sql.streaming.checkpointFileManagerClass"] = FILESYSTEM_CHECKPOINTS
+    if settings.security_protocol != "PLAINTEXT":
+        # The client's private key travels as a source/sink option (see KafkaSettings.spark_kafka_options):
+        # keep it out of query plans, logs and the UI, as Spark does for URLs by default.
+        conf["spark.sql.redaction.options.regex"] = "(?i)url|ssl\\.|password|secret"
+        conf["spark.redaction.regex"] = "(?i)secret|password|token|access[.]?key|ssl\\."
     if settings.jvm_options and settings.master.startswith("local"):
         # Only a JVM not yet started takes options: pyspark launches it from this conf.
         conf["spark.driver.extraJavaOptions"] = settings.jvm_options

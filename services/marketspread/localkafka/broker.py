@@ -148,10 +148,17 @@ class LocalKafka:
             raise BrokerError(f"'{self.settings.java}' not found: Kafka needs Java 17 or newer on the PATH")
         if not list(self.jars_dir.glob("kafka_2.13-*.jar")):
             raise BrokerError(f"no Kafka jars in {self.jars_dir}: run `make setup` first")
-        for name, port in (("client", self.settings.port), ("controller", self.settings.controller_port)):
+        if self.settings.ssl_port and not (Path(self.settings.ssl_keystore_file).is_file()
+                                           and Path(self.settings.ssl_truststore_file).is_file()):
+            raise BrokerError("ssl_port needs ssl_keystore_file and ssl_truststore_file (PEM files)")
+        ports = [("client", self.settings.port), ("controller", self.settings.controller_port)]
+        if self.settings.ssl_port:
+            ports.append(("TLS", self.settings.ssl_port))
+        for name, port in ports:
             if port_in_use(self.settings.host, port):
+                flag = {"client": "port", "controller": "controller-port", "TLS": "ssl-port"}[name]
                 raise BrokerError(f"the {name} port {self.settings.host}:{port} is taken by another process; "
-                                  f"stop it or choose another port (--{'port' if name == 'client' else 'controller-port'})")
+                                  f"stop it or choose another port (--{flag})")
         return java
 
     def _log_config(self) -> Path:
@@ -166,7 +173,7 @@ class LocalKafka:
             "listeners": f"PLAINTEXT://{s.host}:{s.port},CONTROLLER://{s.host}:{s.controller_port}",
             "advertised.listeners": f"PLAINTEXT://{s.host}:{s.port}",
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL",
             "log.dirs": str(self.data_dir.resolve()),
             # One node: every internal topic has one replica.
             "offsets.topic.replication.factor": "1",
@@ -180,6 +187,15 @@ class LocalKafka:
             "auto.create.topics.enable": "false",
             "num.partitions": str(s.partitions),
         }
+        if s.ssl_port:
+            # A second listener for TLS clients, as Strimzi's `tls` listener with `authentication: tls`.
+            properties["listeners"] += f",SSL://{s.host}:{s.ssl_port}"
+            properties["advertised.listeners"] += f",SSL://{s.host}:{s.ssl_port}"
+            properties.update({
+                "ssl.keystore.type": "PEM", "ssl.keystore.location": str(Path(s.ssl_keystore_file).resolve()),
+                "ssl.truststore.type": "PEM", "ssl.truststore.location": str(Path(s.ssl_truststore_file).resolve()),
+                "ssl.client.auth": "required",
+            })
         self.config_file.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
 
     def _format_storage(self, java: str) -> None:

@@ -22,6 +22,10 @@ class BrokerSettings(Settings):
     heap: str = Field("1g", description="broker JVM heap (-Xmx and -Xms)")
     start_timeout_seconds: float = Field(90, gt=0, description="how long to wait for the broker to answer")
     partitions: int = Field(2, ge=1, description="partitions of each topic `kafka topics` creates")
+    ssl_port: int = Field(0, ge=0, le=65535, description="also listen for TLS clients here (client certificates "
+                                                         "required); 0: no TLS listener")
+    ssl_keystore_file: str = Field("", description="with ssl_port: PEM file with the broker's key and certificate")
+    ssl_truststore_file: str = Field("", description="with ssl_port: PEM file of the CA that signs client certificates")
 
     @property
     def bootstrap_servers(self) -> str:

@@ -53,6 +53,7 @@ def kafka_consumer(settings: ReceiverSettings):
             max_poll_records=5000,
             # The Java client's default: back within a second of a broker restart, not kafka-python's 30 s.
             reconnect_backoff_max_ms=1000,
+            **settings.client_config(),
         )
     except KafkaError as error:
         raise ReceiverError(f"cannot reach Kafka at {settings.bootstrap_servers}: {error}") from None

@@ -52,8 +52,12 @@ def offsets_from(samples: Samples | None, metric: str) -> dict[tuple[str, int], 
 
 class Stack:
     def __init__(self, kafka: KafkaSettings, out: Path, deadline: float, kafka_port: int = 9092,
-                 kafka_controller_port: int = 9093, broker_run_dir: Path | None = None, broker_heap: str = "1g"):
+                 kafka_controller_port: int = 9093, broker_run_dir: Path | None = None, broker_heap: str = "1g",
+                 admin_bootstrap_servers: str | None = None):
         self.kafka = kafka
+        # The stack's own topic and offset requests are plain kafka-python admin calls; when the
+        # services talk TLS, they go to the broker's plaintext listener instead.
+        self.admin_bootstrap_servers = admin_bootstrap_servers or kafka.bootstrap_servers
         self.out = out
         self.logs = out / "logs"
         self.deadline = deadline
@@ -108,8 +112,8 @@ class Stack:
         self.status = "creating topics"
         names = self.topic_names()
         # A run starts from empty topics: the job reads from the earliest offset.
-        delete_topics(self.kafka.bootstrap_servers, names)
-        ensure_topics(self.kafka.bootstrap_servers, names, partitions)
+        delete_topics(self.admin_bootstrap_servers, names)
+        ensure_topics(self.admin_bootstrap_servers, names, partitions)
 
     def topic_names(self) -> list[str]:
         k = self.kafka
@@ -192,7 +196,7 @@ class Stack:
         sender.wait(5)
 
     def input_end(self) -> dict[tuple[str, int], int]:
-        return end_offsets(self.kafka.bootstrap_servers, [self.kafka.nbbo_topic, self.kafka.orders_topic])
+        return end_offsets(self.admin_bootstrap_servers, [self.kafka.nbbo_topic, self.kafka.orders_topic])
 
     def processed(self, target: dict[tuple[str, int], int]) -> bool:
         """Whether the job's committed offsets have reached `target` on every input partition."""
@@ -206,7 +210,7 @@ class Stack:
 
     def wait_received(self) -> None:
         """Until the receiver has consumed every result and dead letter written so far."""
-        target = end_offsets(self.kafka.bootstrap_servers, [self.kafka.rejections_topic, self.kafka.dead_letter_topic])
+        target = end_offsets(self.admin_bootstrap_servers, [self.kafka.rejections_topic, self.kafka.dead_letter_topic])
 
         def done() -> bool:
             consumed = offsets_from(self.service("receiver").metrics(), "marketspread_receiver_consumed_offset")

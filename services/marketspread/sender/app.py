@@ -59,6 +59,7 @@ def kafka_producer(settings: SenderSettings):
             request_timeout_ms=max(1000, min(30_000, delivery_timeout_ms - settings.linger_ms)),
             # The Java client's default: back within a second of a broker restart, not kafka-python's 30 s.
             reconnect_backoff_max_ms=RECONNECT_BACKOFF_MAX_MS,
+            **settings.client_config(),
         )
     except KafkaError as error:
         raise SenderError(f"cannot reach Kafka at {settings.bootstrap_servers}: {error}") from None
