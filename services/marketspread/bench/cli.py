@@ -1,4 +1,5 @@
-"""`marketspread bench` (the harness), `bench-peer` (a peer system), `bench-probe` (the passthrough's probe)."""
+"""`marketspread bench` (the harness), `bench-peer` (a peer system), `bench-probe` (the passthrough's probe),
+`bench-drain` (the job working off a backlog, for tuning)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,10 @@ def register(subparsers) -> None:
                                               "timestamp and message count of every record.")
     add_arguments(probe, ProbeSettings)
     probe.set_defaults(func=_probe)
+
+    from .drain import register as register_drain
+
+    register_drain(subparsers)
 
 
 def _bench(args) -> int:
