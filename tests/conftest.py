@@ -8,13 +8,13 @@ gets its own names, so tests never see each other's records.
 from __future__ import annotations
 
 import itertools
-import socket
 import uuid
 from pathlib import Path
 
 import pytest
 
 from marketspread.paths import wallaroo_data_dir
+from marketspread.run.stack import free_port
 from marketspread.settings import KafkaSettings
 
 
@@ -24,12 +24,6 @@ def wallaroo_data() -> Path:
     if not (path / "350-symbols_initial-nbbo-fixish.msg").exists():
         pytest.fail(f"Wallaroo's data files are not at {path}: set MARKETSPREAD_WALLAROO_DATA", pytrace=False)
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-import chart_support as cs
 from marketspread.dashboards import cli as dashboards_cli
 from marketspread.dashboards.catalogue import ARCHITECTURE_DOC, MetricNameError, load_catalogue
 from marketspread.dashboards.generate import (CHART_DASHBOARD_DIR, build_dashboards, dashboard_exprs, render,

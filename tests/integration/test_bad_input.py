@@ -25,7 +25,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 
 from marketspread.cli import main
 from marketspread.fixish import Nbbo, Order, Side, encode, frame
@@ -36,6 +36,8 @@ from marketspread.run.orchestrator import Run
 from marketspread.run.settings import RunSettings
 from marketspread.run.stack import offsets_from
 from marketspread.run.summary import render
+
+from kafka_records import read_topic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(900)]
 
@@ -132,22 +134,6 @@ class Injection:
             producer.close()
 
 
-def read_dead_letters(bootstrap: str, topic: str) -> list:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        end = consumer.end_offsets(partitions)
-        found, deadline = [], time.monotonic() + DEADLINE
-        while any(consumer.position(tp) < end[tp] for tp in partitions):
-            assert time.monotonic() < deadline, f"could not read {topic} to its end offsets {end}"
-            for batch in consumer.poll(timeout_ms=500).values():
-                found += batch
-        return found
-    finally:
-        consumer.close()
-
 
 @pytest.mark.parametrize("record_format", ["message", "framed"])
 def test_bad_records_mid_stream_are_dead_lettered_counted_everywhere_and_lose_no_valid_message(
@@ -181,7 +167,7 @@ def test_bad_records_mid_stream_are_dead_lettered_counted_everywhere_and_lose_no
     # Every bad message on the dead-letter topic, with the record it came from.
     expected = sorted((names[kind], meta.partition, meta.offset, offset, reason)
                       for (kind, reason, offset), meta in zip(injection.expected, seen["sent"]))
-    letters = read_dead_letters(topics.bootstrap_servers, topics.dead_letter_topic)
+    letters = read_topic(topics.bootstrap_servers, topics.dead_letter_topic)
     headers = [{k: v.decode() for k, v in letter.headers} for letter in letters]
     assert sorted((h["marketspread.source.topic"], int(h["marketspread.source.partition"]),
                    int(h["marketspread.source.offset"]), int(h["marketspread.source.byte-offset"]),

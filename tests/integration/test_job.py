@@ -19,7 +19,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 from prometheus_client import CollectorRegistry
 
 from marketspread.fixish import (
@@ -33,6 +33,8 @@ from marketspread_job.metrics import JobMetrics, ProgressPoller
 from marketspread_job.query import start_query, state_key
 from marketspread_job.session import ROCKSDB_PROVIDER, build_session
 from marketspread_job.settings import JobSettings
+
+from kafka_records import read_topic
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark, pytest.mark.timeout(300)]
 
@@ -78,24 +80,6 @@ def produce(bootstrap: str, records: list[tuple]) -> list:
     finally:
         producer.close()
 
-
-def read_topic(bootstrap: str, topic: str) -> list:
-    """Every record on the topic, up to its end offsets at the time of the call, by partition and offset."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        end = consumer.end_offsets(partitions)
-        found = []
-        deadline = time.monotonic() + DEADLINE_SECONDS
-        while any(consumer.position(tp) < end[tp] for tp in partitions):
-            assert time.monotonic() < deadline, f"could not read {topic} to its end offsets {end}"
-            for batch in consumer.poll(timeout_ms=500).values():
-                found += batch
-        return sorted(found, key=lambda r: (r.partition, r.offset))
-    finally:
-        consumer.close()
 
 
 def order_results(records) -> list[tuple[bytes, OrderResult]]:

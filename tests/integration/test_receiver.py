@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,17 +22,12 @@ from marketspread.localkafka import end_offsets, group_offsets
 from marketspread.metrics import LATENCY_BUCKETS, scrape
 from marketspread.receiver import Receiver, ReceiverSettings
 from marketspread.receiver.app import kafka_consumer
+from marketspread.run.stack import free_port
 
 pytestmark = pytest.mark.kafka
 
 MS = 1_000_000
 RECEIVED_AT = 1_800_000_000_000 * MS  # the receivers' fake clock: latencies are exact
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def result(order_id: str, latency_ms: int, symbol: str = "NI") -> bytes:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 from prometheus_client import generate_latest
 
@@ -22,29 +20,14 @@ from marketspread.metrics import parse, scrape
 from marketspread.partitioning import shard_key, shard_of
 from marketspread.sender import DeliveryError, InputFileError, Sender, SenderSettings
 from marketspread.settings import KafkaSettings
+from marketspread.run.stack import free_port
+
+from kafka_records import read_topic
 
 pytestmark = pytest.mark.kafka
 
 NS = 1_000_000_000
 
-
-def read_topic(bootstrap: str, topic: str, timeout: float = 60.0) -> list:
-    """Every record of `topic`, by partition then offset (the sender has flushed, so the end is known)."""
-    targets = {tp: offset for tp, offset in end_offsets(bootstrap, [topic]).items()}
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None)
-    try:
-        partitions = [TopicPartition(t, p) for t, p in targets]
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        records = []
-        deadline = time.monotonic() + timeout
-        while any(consumer.position(tp) < targets[(tp.topic, tp.partition)] for tp in partitions):
-            assert time.monotonic() < deadline, f"could not read {topic} to its end within {timeout} s"
-            for batch in consumer.poll(timeout_ms=500).values():
-                records.extend(batch)
-        return sorted(records, key=lambda r: (r.partition, r.offset))
-    finally:
-        consumer.close()
 
 
 def sender_settings(topics: KafkaSettings, **fields) -> SenderSettings:
@@ -260,12 +243,6 @@ def test_an_initial_nbbo_that_kafka_refuses_stops_the_sender_before_the_stream(k
                                             rf"to {nbbo_topic}; the stream was not started"):
         Sender(settings).run()
     assert set(end_offsets(topics.bootstrap_servers, [topics.orders_topic]).values()) == {0}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_sigterm_stops_a_looping_sender_cleanly_with_everything_sent_acknowledged(kafka_topics, initial_file):

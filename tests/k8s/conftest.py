@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # e2e_support, beside this file
+
+from e2e_support import wait_for  # noqa: E402  (importable once the path is set)
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_SCRIPT = REPO / "k8s" / "cluster" / "cluster.py"
@@ -96,18 +97,6 @@ def eventually():
     return wait_for
 
 
-def wait_for(condition, what: str, timeout: float = 60.0, interval: float = 0.2):
-    """Poll `condition` until it returns something truthy, which is returned; fail after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}", pytrace=False)
-        time.sleep(interval)
-
-
 # -- the end-to-end tests (test_e2e_*.py): the chart installed with the real helm ----------------
 
 @pytest.fixture(scope="session")
@@ -128,7 +117,7 @@ def submitted_release(tools, cluster, tmp_path_factory):
     exists in the API server. Shared by the modules that look at the driver; removed at the end."""
     from e2e_support import (PINNED_VALUES, Release, create_namespace, delete_release_and_namespace,
                              grant_submitter, new_namespace_name, pinned_values, provide_checkpoint_volume,
-                             spark_submit, wait_for)
+                             spark_submit)
 
     namespace = new_namespace_name("ms-driver")
     create_namespace(tools, namespace)

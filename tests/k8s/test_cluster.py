@@ -197,8 +197,9 @@ def test_a_pod_with_integer_cpu_and_requests_equal_to_limits_is_guaranteed(kubec
 
 
 def test_a_pod_with_requests_below_its_limits_is_only_burstable(kubectl, namespace, eventually):
-    kubectl.create(_pod("burstable", requests={"cpu": "1", "memory": "1Gi"}, limits={"cpu": "2", "memory": "1Gi"}),
-                   namespace)
+    # Small, so it fits beside whatever other modules' releases still hold on the general node.
+    kubectl.create(_pod("burstable", requests={"cpu": "100m", "memory": "64Mi"},
+                        limits={"cpu": "200m", "memory": "64Mi"}), namespace)
     pod = eventually(lambda: _running_and_ready(kubectl, namespace, "burstable"), "burstable to run")
     assert pod["status"]["qosClass"] == "Burstable"
 

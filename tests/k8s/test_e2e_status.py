@@ -28,20 +28,13 @@ from kafka import KafkaProducer
 from marketspread.fixish import OrderResult, Side, encode_order_result
 from marketspread.k8s.status import histogram_quantile
 from marketspread.metrics import scrape
+from marketspread.run.stack import free_port
 
 # The first module to need the cluster may start it (and on a fresh machine build it first).
 pytestmark = [pytest.mark.k8s, pytest.mark.kafka, pytest.mark.timeout(3600)]
 
 RESULTS, DUPLICATES = 25, 5
 DEAD_LETTERS = {"bad-side": 2, "empty": 1}
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +46,7 @@ def receiver_url(kafka_broker):
     suffix = uuid.uuid4().hex[:8]
     settings = ReceiverSettings(bootstrap_servers=kafka_broker.bootstrap_servers, rejections_topic=f"rejections-{suffix}",
                                 dead_letter_topic=f"dead-letters-{suffix}", group_id=f"status-{suffix}",
-                                metrics_port=_free_port())
+                                metrics_port=free_port())
     ensure_topics(settings.bootstrap_servers, [settings.rejections_topic, settings.dead_letter_topic], 2)
     now = time.time_ns()
     results = [encode_order_result(OrderResult(Side.SELL, 42, f"O{i:05d}", "NI", 100.0, 10.25, 10.0, 10.6,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import platform
-from importlib import metadata
 from pathlib import Path
 
 import psutil
@@ -34,13 +33,7 @@ def machine() -> dict:
 
 
 def versions() -> dict:
-    from ..run.summary import versions as stack_versions
-
-    def dist(name: str) -> str | None:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return None
+    from ..run.summary import dist, versions as stack_versions
 
     result = stack_versions()
     result.update({name: dist(name) for name in ("quixstreams", "confluent-kafka", "matplotlib", "psutil")})

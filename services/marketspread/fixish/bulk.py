@@ -17,7 +17,7 @@ import numpy as np
 from .codec import decode, iter_frames
 from .errors import FixishError, Reason
 from .layout import NBBO, ORDER, ORDER_RESULT, MessageType, Side
-from .messages import Nbbo, Order
+from .messages import Nbbo
 from .symbols import valid_symbols
 
 __all__ = [

@@ -67,7 +67,7 @@ class LocalKafka:
 
     def start(self) -> BrokerStatus:
         """Start the broker unless it already runs here; return once it answers requests."""
-        if (pid := self._live_pid()) is not None:
+        if self._live_pid() is not None:
             self.wait_ready()
             return self.status()
         java = self._check_prerequisites()

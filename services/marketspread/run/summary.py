@@ -14,7 +14,7 @@ from ..fixish import OrderResult, decode_order_results
 from ..fixish.layout import Side
 from ..paths import local_dir
 
-__all__ = ["Comparison", "compare", "read_results", "versions", "render"]
+__all__ = ["Comparison", "compare", "dist", "read_results", "versions", "render"]
 
 
 def read_results(path: Path) -> list[OrderResult]:
@@ -87,13 +87,15 @@ def compare(expected: list[OrderResult], received: list[OrderResult], quotes_str
                       len(missing), len(unexpected), len(mismatched), quotes_strict, examples)
 
 
-def versions() -> dict:
-    def dist(name: str) -> str | None:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return None
+def dist(name: str) -> str | None:
+    """The installed version of a Python distribution, None where it is not installed."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
+
+def versions() -> dict:
     kafka_jars = sorted((local_dir() / "jars" / "kafka").glob("kafka_2.13-*.jar"))
     connector = sorted((local_dir() / "jars" / "spark").glob("spark-sql-kafka-*.jar"))
     try:
