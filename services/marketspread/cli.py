@@ -14,6 +14,7 @@ import sys
 from . import __version__
 from .errors import MarketSpreadError
 from .fixish.errors import FixishError
+from .stopping import terminate_as_interrupt
 
 # Modules with a `register(subparsers)` function, in the order `--help` lists them.
 COMMAND_MODULES = (
@@ -48,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         # kafka-python and py4j narrate every connection and callback at INFO.
         for chatty in ("kafka", "py4j"):
             logging.getLogger(chatty).setLevel(logging.WARNING)
+    # Services replace this with their own graceful stop (stopping.install_stop_signals).
+    terminate_as_interrupt()
     try:
         return int(args.func(args) or 0)
     except MarketSpreadError as error:

@@ -6,7 +6,7 @@ import signal
 import sys
 import threading
 
-__all__ = ["install_stop_signals"]
+__all__ = ["install_stop_signals", "terminate_as_interrupt"]
 
 
 def install_stop_signals(stop: threading.Event, what: str = "stopping") -> None:
@@ -19,4 +19,16 @@ def install_stop_signals(stop: threading.Event, what: str = "stopping") -> None:
         print(f"{signal.Signals(signum).name}: {what} (signal again to abort)", file=sys.stderr, flush=True)
 
     signal.signal(signal.SIGINT, handle)
+    signal.signal(signal.SIGTERM, handle)
+
+
+def terminate_as_interrupt() -> None:
+    """SIGTERM raises KeyboardInterrupt, as Ctrl-C does: the `finally` blocks of a command that
+    started processes (run, chaos, bench) stop them instead of leaving them orphaned."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def handle(_signum, _frame):
+        raise KeyboardInterrupt
+
     signal.signal(signal.SIGTERM, handle)

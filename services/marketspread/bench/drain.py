@@ -45,6 +45,7 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("bench-drain", help="time the job working off a backlog; CPU per JVM thread group",
                                    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=1_000_000, help="NBBO and as many orders (default 1,000,000)")
+    parser.add_argument("--symbols", default="350", help="symbol set, as for `marketspread generate` (default 350)")
     parser.add_argument("--record-format", choices=("framed", "message"), default="framed")
     parser.add_argument("--batch-size", type=int, default=10_000,
                         help="sender batch: one framed record per shard per batch (default 10,000)")
@@ -65,7 +66,7 @@ def _run(args) -> int:
     work = Path(tempfile.mkdtemp(prefix="marketspread-drain-"))
     try:
         data = work / "data"
-        main(["generate", "--symbols", "350", "--nbbo", str(args.messages), "--orders", str(args.messages),
+        main(["generate", "--symbols", args.symbols, "--nbbo", str(args.messages), "--orders", str(args.messages),
               "--seed", str(args.seed), "--out", str(data)])
         port = free_port()
         kafka = KafkaSettings(bootstrap_servers=f"127.0.0.1:{port}", record_format=args.record_format)
@@ -93,7 +94,7 @@ def _run(args) -> int:
         finally:
             stack.stop_all()
         total = 2 * args.messages
-        print(f"drain: {total:,} messages ({args.record_format}, sender batch {args.batch_size:,}, "
+        print(f"drain: {total:,} messages ({args.symbols} symbols, {args.record_format}, sender batch {args.batch_size:,}, "
               f"{args.max_offsets_per_trigger} records per micro-batch, job settings {settings})")
         print(f"  job ready in {ready - started:.1f} s; drained in {done - ready:.1f} s after that: "
               f"{total / (done - ready):,.0f} msgs/s (first batches' warm-up included)")

@@ -132,7 +132,10 @@ class Session:
         from kafka import KafkaConsumer, TopicPartition
 
         s, k = self.settings, self.kafka
-        self.out.mkdir(parents=True, exist_ok=True)
+        # A session has topics of its own; a checkpoint or Quix state left here by an earlier
+        # `make bench` names other topics, and Spark refuses to start from it.
+        shutil.rmtree(self.out, ignore_errors=True)
+        self.out.mkdir(parents=True)
         self._deadline(600)
         self._status("creating topics")
         ensure_topics(k.bootstrap_servers, [*self.stack.topic_names(), self.passthrough_topic], s.partitions)
