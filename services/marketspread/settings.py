@@ -115,7 +115,8 @@ def add_arguments(parser: argparse.ArgumentParser, settings_cls: type[Settings])
     for name, info in settings_cls.model_fields.items():
         flag = "--" + name.replace("_", "-")
         default = info.get_default(call_default_factory=True)
-        help_text = f"{info.description or ''} (env {env_name(name)}, default {default!r})"
+        given = "required" if info.is_required() else f"default {default!r}"
+        help_text = f"{info.description or ''} (env {env_name(name)}, {given})"
         kwargs: dict = {"dest": name, "default": argparse.SUPPRESS, "help": help_text}
         annotation = info.annotation
         if annotation is bool:
