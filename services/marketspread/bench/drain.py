@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import re
 import shutil
 import tempfile
@@ -29,7 +30,7 @@ _BATCH = re.compile(r"batch (\d+): (\d+) rows in ([0-9.]+) s \((.*)\)")
 def thread_cpu(pid: int) -> collections.Counter:
     """CPU seconds per thread-name group of a process (JVM threads are named by their role)."""
     usage: collections.Counter = collections.Counter()
-    ticks = 100  # USER_HZ on Linux
+    ticks = os.sysconf("SC_CLK_TCK")  # /proc counts CPU time in these
     for stat in Path(f"/proc/{pid}/task").glob("*/stat"):
         try:
             raw = stat.read_text()
