@@ -30,4 +30,9 @@ class JobSettings(KafkaSettings):
         description="options of the JVM the job launches (local master only; on Kubernetes the SparkApplication "
                     "sets them): C1-only JIT and the parallel collector halve the JVM's CPU here, since the "
                     "job's JVM work is copying bytes, which C2 does not speed up")
+    local_heap: str = Field(
+        "1g", pattern=r"^[0-9]+[kKmMgG]$",
+        description="heap of the job's JVM when the master is local: its -Xmx and -Xms alike, touched at start, so "
+                    "the heap is resident from the first batch instead of creeping up as the collector grows it "
+                    "(on Kubernetes: the chart's job.driver.memory and job.executor.memory)")
     spark_conf: str = Field("", description="extra Spark settings, comma-separated key=value pairs, applied last")

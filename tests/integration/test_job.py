@@ -148,6 +148,17 @@ def test_the_session_runs_on_rocksdb_in_utc(spark):
     assert spark.sparkContext.master == "local[2]"
 
 
+def test_the_local_jvm_has_its_whole_heap_from_the_start_and_two_malloc_arenas(spark):
+    """What keeps the job's RSS flat over hours (docs/benchmarks.md, "30 minutes at 250,000 msgs/s")."""
+    jvm = spark.sparkContext._jvm
+    runtime = jvm.java.lang.Runtime.getRuntime()
+    arguments = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-Xms1g" in arguments and "-Xmx1g" in arguments and "-XX:+AlwaysPreTouch" in arguments
+    # Committed = maximum: the collector has nothing left to grow (less one survivor space).
+    assert runtime.totalMemory() >= 0.8 * runtime.maxMemory()
+    assert jvm.java.lang.System.getenv("MALLOC_ARENA_MAX") == "2"
+
+
 # --- (a) Wallaroo's own correctness scenario ---------------------------------------------------
 
 REJECT_SYMBOLS = ["AA", "BAC", "AAPL", "FCX", "SUNE", "FB", "RAD", "INTC", "GE", "WMB"]
