@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from marketspread.bench.analysis import (
-    Outputs, Sample, StepData, first_arrivals, probe_outputs_in_window, receiver_outputs_in_window, summarize,
+    Outputs, Sample, StepData, first_arrivals, memory_trend, probe_outputs_in_window, receiver_outputs_in_window,
+    summarize,
 )
 from marketspread.bench.expected import Expected, StreamPart, expected_rejections
 from marketspread.bench.peers.probe import PROBE_DTYPE
@@ -33,7 +34,8 @@ def samples(rate: float, capacity: float, seconds: float, start: float = T0, dt:
         processed = min(sent, capacity * max(t - start, 0.0))
         out.append(Sample(t=float(t), sent=sent, sent_records=sent, behind=0.0, end_records=int(sent),
                           processed_records=int(processed), processed_messages=processed, output=0.0,
-                          cpu={"plain": 0.6 * max(t - start, 0.0)}, rss={"plain": 50 << 20}, load=1.5))
+                          cpu={"plain": 0.6 * max(t - start, 0.0)}, rss={"plain": 50 << 20},
+                          pss={"plain": 40 << 20}, load=1.5))
     return out
 
 
@@ -58,7 +60,31 @@ def test_a_system_that_keeps_up_is_sustained():
     assert result["latency_ms"]["p50"] == 20.0 and result["latency_ms"]["count"] == 3
     assert result["resources"]["plain"]["cpu_percent"] == pytest.approx(60, abs=3)
     assert result["resources"]["plain"]["peak_rss_mb"] == 60.0
-    assert len(result["series"]["t"]) == len(result["series"]["lag_messages"])
+    assert len(result["series"]["t"]) == len(result["series"]["lag_messages"]) == len(result["series"]["memory_mb"])
+    assert result["memory"] == {"after_warmup_mb": 40.0, "at_end_mb": 40.0, "max_mb": 40.0, "drift_mb_per_min": 0.0}
+
+
+MINUTES = np.arange(0, 30 * 60, 0.5)  # a 30-minute step, sampled every half second
+
+
+def test_memory_that_settles_after_warming_up_has_no_drift():
+    # Grows by 400 MB in the first five minutes (the heap, the JIT's code), then stays within a few MB.
+    memory = (1_200 + 400 * np.minimum(MINUTES / 300, 1.0) + 3 * np.sin(MINUTES / 7)) * 2**20
+    trend = memory_trend(T0 + MINUTES, memory, since=T0 + 7.5 * 60, end=T0 + MINUTES[-1])
+    assert trend["after_warmup_mb"] == pytest.approx(1_600, abs=4) and trend["max_mb"] == pytest.approx(1_603, abs=1)
+    assert abs(trend["drift_mb_per_min"]) < 0.5
+
+
+def test_memory_that_keeps_creeping_up_shows_its_drift_per_minute():
+    memory = (1_200 + 6 * MINUTES / 60) * 2**20  # 6 MB a minute, all the way
+    trend = memory_trend(T0 + MINUTES, memory, since=T0 + 7.5 * 60, end=T0 + MINUTES[-1])
+    assert trend["drift_mb_per_min"] == pytest.approx(6.0, rel=0.01)
+    assert trend["at_end_mb"] - trend["after_warmup_mb"] == pytest.approx(6 * 22.5, rel=0.01)
+
+
+def test_without_memory_samples_the_trend_says_unknown_rather_than_zero():
+    trend = memory_trend(T0 + MINUTES[:3], np.full(3, np.nan), since=T0, end=T0 + 10)
+    assert trend == {"after_warmup_mb": None, "at_end_mb": None, "max_mb": None, "drift_mb_per_min": None}
 
 
 def test_latency_is_measured_after_the_warm_up_quarter_and_also_reported_with_it():

@@ -28,11 +28,11 @@ import numpy as np
 
 from .expected import Expected
 from .search import judge
-from .stats import (batch_periods, histogram, histogram_pairs, lag_trend, least_squares_slope, weighted_percentiles_ms,
-                    windowed_rates)
+from .stats import (batch_periods, histogram, histogram_pairs, lag_trend, least_squares_slope, theil_sen_slope,
+                    weighted_percentiles_ms, windowed_rates)
 
 __all__ = ["Sample", "StepData", "Outputs", "summarize", "receiver_outputs_in_window", "probe_outputs_in_window",
-           "first_arrivals", "series_points"]
+           "first_arrivals", "series_points", "memory_trend"]
 
 _NS = 1_000_000_000
 _MS_NS = 1_000_000
@@ -53,6 +53,7 @@ class Sample:
     output: float  # results the output consumer has received (cumulative)
     cpu: dict[str, float] = field(default_factory=dict)  # tree name -> CPU seconds so far
     rss: dict[str, int] = field(default_factory=dict)  # tree name -> RSS bytes now
+    pss: dict[str, int] = field(default_factory=dict)  # tree name -> PSS bytes now
     load: float = 0.0  # 1-minute load average
 
 
@@ -166,6 +167,22 @@ def _value_at(t: np.ndarray, y: np.ndarray, when: float) -> float:
     return float(np.interp(when, t, y)) if len(t) else 0.0
 
 
+def memory_trend(t: np.ndarray, memory: np.ndarray, since: float, end: float) -> dict:
+    """The system's memory (PSS of its process tree) after the warm-up quarter: level and drift.
+
+    The drift is the Theil-Sen slope over the second half of that span, so the growth a collector
+    or allocator shows while warming up does not read as a leak, and one spike does not hide one.
+    """
+    ok = (t >= since) & (t <= end) & ~np.isnan(memory)
+    if ok.sum() < 4:
+        return {"after_warmup_mb": None, "at_end_mb": None, "max_mb": None, "drift_mb_per_min": None}
+    tt, mm = t[ok], memory[ok] / 2**20
+    half = tt >= tt[0] + (tt[-1] - tt[0]) / 2
+    return {"after_warmup_mb": round(float(mm[0]), 1), "at_end_mb": round(float(mm[-1]), 1),
+            "max_mb": round(float(mm.max()), 1),
+            "drift_mb_per_min": round(60 * theil_sen_slope(tt[half], mm[half]), 2)}
+
+
 def summarize(data: StepData) -> dict:
     """The step's result: everything bench.json reports for it (plus `series` for the plot)."""
     a = _arrays(data.samples)
@@ -217,6 +234,7 @@ def summarize(data: StepData) -> dict:
         used = _value_at(t[ok], cpu[ok], end) - _value_at(t[ok], cpu[ok], start)
         resources[name] = {"cpu_seconds": round(used, 2), "cpu_percent": round(100 * used / window, 1),
                            "peak_rss_mb": round(data.peak_rss.get(name, 0) / 2**20, 1)}
+    memory = np.array([s.pss.get(data.system, np.nan) for s in data.samples], dtype=np.float64)
     rates_window = 2.0
     pick = series_points(len(t))
     series = {
@@ -228,6 +246,7 @@ def summarize(data: StepData) -> dict:
         "processed_messages": (a["processed_messages"] - a["processed_messages"][0])[pick].tolist()
         if len(t) else [],
         "load_average": a["load"][pick].tolist(),
+        "memory_mb": np.round(memory / 2**20, 1)[pick].tolist(),
     }
     return {
         "label": data.label,
@@ -259,6 +278,7 @@ def summarize(data: StepData) -> dict:
                       if load.any() else 0.0, "batch_size": data.batch_size,
                       "senders_per_stream": data.senders_per_stream},
         "resources": resources,
+        "memory": memory_trend(t, memory, start + WARMUP_SHARE * window, end),
         "load_average": {"mean": round(float(a["load"][load].mean()), 2) if load.any() else None,
                          "max": round(float(a["load"][load].max()), 2) if load.any() else None},
         "verdict": {"sustainable": verdict.sustainable, "reason": verdict.reason, "limit": verdict.limit},

@@ -59,6 +59,14 @@ def _resources(resources: dict) -> str:
                       for name, r in resources.items())
 
 
+def _memory(r: dict) -> str:
+    m = r.get("memory") or {}
+    if m.get("after_warmup_mb") is None:
+        return "-"
+    return (f"{r['system']} {m['after_warmup_mb']:,.0f} MB after the warm-up quarter, {m['at_end_mb']:,.0f} at the end, "
+            f"max {m['max_mb']:,.0f}; drift {m['drift_mb_per_min']:+,.1f} MB/min over the second half (PSS)")
+
+
 def render_step(r: dict) -> str:
     lat = r.get("latency_ms") or {}
     warm = r.get("latency_ms_including_warmup") or {}
@@ -80,6 +88,7 @@ def render_step(r: dict) -> str:
         + (f"drained in {r['drain_seconds']:.1f} s" if r["drained"] else
            f"NOT drained after {r['drain_seconds']:.0f} s"),
         f"  resources    {_resources(r.get('resources') or {})}",
+        f"  memory       {_memory(r)}",
         f"  verdict      {'SUSTAINED' if r['verdict']['sustainable'] else 'NOT SUSTAINED'}: {r['verdict']['reason']}",
     ]
     return "\n".join(lines)

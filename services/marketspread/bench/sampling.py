@@ -4,7 +4,10 @@ A tree is a root process and all its descendants (the Spark driver's Python, its
 JVM's Python workers; a sender; the broker). CPU is the sum over every process ever seen in the
 tree of its last observed user + system time, so a Python worker that exits keeps counting what
 it used; RSS is the sum over the processes alive at a sample, and the peak is the highest sum
-seen. Several roots may share one name (the senders of a step).
+seen. PSS is summed the same way: it splits each shared page among the processes that map it, so
+a JVM's forked Python workers and their daemon do not count their shared pages twice; it is what
+"memory over time" uses (RSS where the kernel will not tell PSS). Several roots may share one
+name (the senders of a step).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ class TreeUsage:
     cpu_seconds: float = 0.0
     rss_bytes: int = 0
     processes: int = 0
+    pss_bytes: int = 0
 
 
 @dataclass
@@ -50,7 +54,7 @@ class TreeSampler:
     def sample(self) -> dict[str, TreeUsage]:
         usage = {}
         for name, tree in self._trees.items():
-            rss = alive = 0
+            rss = pss = alive = 0
             for root, recursive in tree.roots:
                 members = [root]
                 if recursive:
@@ -65,11 +69,16 @@ class TreeSampler:
                             memory = process.memory_info().rss
                     except psutil.Error:
                         continue
+                    try:
+                        proportional = process.memory_full_info().pss
+                    except psutil.Error:
+                        proportional = memory
                     tree.cpu_by_pid[process.pid] = times.user + times.system
                     rss += memory
+                    pss += proportional
                     alive += 1
             tree.peak_rss = max(tree.peak_rss, rss)
-            usage[name] = TreeUsage(sum(tree.cpu_by_pid.values()), rss, alive)
+            usage[name] = TreeUsage(sum(tree.cpu_by_pid.values()), rss, alive, pss)
         return usage
 
     def peak_rss(self, name: str) -> int:

@@ -255,7 +255,8 @@ class Session:
             processed_records=sum(processed.get(tp, 0) for tp in end),
             processed_messages=self._metrics(self.system).total(self.spec.processed_messages_metric),
             output=self._output_count(), cpu={n: u.cpu_seconds for n, u in usage.items()},
-            rss={n: u.rss_bytes for n, u in usage.items()}, load=os.getloadavg()[0])
+            rss={n: u.rss_bytes for n, u in usage.items()}, pss={n: u.pss_bytes for n, u in usage.items()},
+            load=os.getloadavg()[0])
 
     # -- a step ----------------------------------------------------------------------------
 
