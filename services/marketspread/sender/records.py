@@ -17,7 +17,7 @@ import numpy as np
 from kafka.partitioner.default import murmur2
 
 from ..fixish import FRAME_SIZE
-from ..partitioning import shard_key, shard_of, symbol_key
+from ..partitioning import ShardTable, shard_key, symbol_key
 from .pacing import NS_PER_S
 
 __all__ = ["RecordBatch", "RecordBuilder", "timestamp_ms", "default_partition"]
@@ -70,6 +70,7 @@ class RecordBuilder:
         self.partitions = partitions
         self.max_record_bytes = max_record_bytes
         self._keys: dict[bytes, tuple[bytes, int]] = {}  # padded symbol -> (key, partition)
+        self._shard_of = ShardTable(shards)
 
     def build(self, wire: np.ndarray, topic: str, intended_ns: int) -> RecordBatch:
         ts = timestamp_ms(intended_ns)
@@ -94,7 +95,7 @@ class RecordBuilder:
         return RecordBatch(topic, keys, values, partitions, [1] * len(values), ts)
 
     def _framed(self, wire: np.ndarray, topic: str, ts: int) -> RecordBatch:
-        shard = shard_of(wire["symbol"], self.shards)
+        shard = self._shard_of(wire["symbol"])
         # A stable sort keeps each shard's messages in send order, which the job relies on.
         order = np.argsort(shard, kind="stable")
         counts = np.bincount(shard, minlength=self.shards)
