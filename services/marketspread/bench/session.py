@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 # for the processes to start, so that they are not behind from their first batch.
 START_DELAY = 5.0
 SAMPLE_INTERVAL = 0.5
+PSS_INTERVAL = 5.0  # memory drifts over minutes; reading PSS costs the system under test CPU
 _SENT_LINE = re.compile(r"^sent ([\d,]+) (nbbo|orders) messages", re.MULTILINE)
 
 
@@ -103,7 +104,7 @@ class Session:
             record_format=record_format, shards=settings.shards)
         self.passthrough_topic = f"{self.tag}.passthrough"
         self.stack = Stack(self.kafka, out, time.monotonic() + 900)
-        self.sampler = TreeSampler()
+        self.sampler = TreeSampler(pss_every=round(PSS_INTERVAL / SAMPLE_INTERVAL))
         self.system: ServiceProcess | None = None
         self.output: ServiceProcess | None = None
         self._offsets_client = None

@@ -1,0 +1,52 @@
+"""What the bench reads of a process tree: CPU that outlives exited children, RSS, and PSS that counts shared pages once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from marketspread.bench.sampling import TreeSampler
+
+
+def test_a_forked_child_shares_its_parents_pages_so_the_trees_pss_is_below_its_rss():
+    # The child maps the same interpreter and libraries as its parent: RSS counts those pages in
+    # both, PSS splits them between the two, as it does for pyspark's daemon and its workers.
+    child = subprocess.Popen([sys.executable, "-c", "import numpy, sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        sampler = TreeSampler()
+        sampler.track("tree", os.getpid())
+        usage = sampler.sample()["tree"]
+        assert usage.processes >= 2
+        assert 0 < usage.pss_bytes < usage.rss_bytes
+        assert sampler.peak_rss("tree") == usage.rss_bytes
+    finally:
+        child.communicate(b"")
+
+
+def test_cpu_used_by_a_child_that_has_exited_still_counts():
+    sampler = TreeSampler()
+    sampler.track("tree", os.getpid())
+    child = subprocess.Popen([sys.executable, "-c", "sum(range(30_000_000)); input()"], stdin=subprocess.PIPE)
+    try:
+        while True:  # until the child has done its sum
+            seen = sampler.sample()["tree"].cpu_seconds
+            if seen > 0.3 + sum(os.times()[:2]):
+                break
+            time.sleep(0.05)
+    finally:
+        child.communicate(b"\n")
+    assert sampler.sample()["tree"].cpu_seconds >= seen
+
+
+def test_pss_read_every_nth_sample_is_held_in_between():
+    sampler = TreeSampler(pss_every=3)
+    sampler.track("tree", os.getpid())
+    first = sampler.sample()["tree"].pss_bytes
+    ballast = bytearray(b"\x01") * (64 << 20)  # written, so resident: 64 MiB more
+    held = [sampler.sample()["tree"].pss_bytes for _ in range(2)]
+    fresh = sampler.sample()["tree"].pss_bytes
+    assert held == [first, first]
+    assert fresh >= first + (60 << 20)
+    del ballast
