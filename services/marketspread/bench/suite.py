@@ -323,7 +323,7 @@ def _targets(entries: list[dict], plan: dict, spark_max, r3k_max, target: dict |
          "-" if not r3k_max or not spark_max else f"{100 * r3k_max / spark_max:.0f} %",
          None if not r3k_max or not spark_max else r3k_max >= 0.9 * spark_max),
         ("RSS flat over 30 minutes (`marketspread bench --system spark --rate 250000 --duration 1800`)",
-         "not part of `make bench`", None),
+         "not part of `make bench` (30 minutes): see Other measurements below", None),
     ]
     return [f"| {what} | {measured} | {_met(ok)} |" for what, measured, ok in rows]
 
