@@ -16,7 +16,7 @@ def test_a_forked_child_shares_its_parents_pages_so_the_trees_pss_is_below_its_r
     child = subprocess.Popen([sys.executable, "-c", "import numpy, sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
         sampler = TreeSampler()
-        sampler.track("tree", os.getpid())
+        sampler.track("tree", os.getpid(), pss=True)
         usage = sampler.sample()["tree"]
         assert usage.processes >= 2
         assert 0 < usage.pss_bytes < usage.rss_bytes
@@ -42,7 +42,7 @@ def test_cpu_used_by_a_child_that_has_exited_still_counts():
 
 def test_pss_read_every_nth_sample_is_held_in_between():
     sampler = TreeSampler(pss_every=3)
-    sampler.track("tree", os.getpid())
+    sampler.track("tree", os.getpid(), pss=True)
     first = sampler.sample()["tree"].pss_bytes
     ballast = bytearray(b"\x01") * (64 << 20)  # written, so resident: 64 MiB more
     held = [sampler.sample()["tree"].pss_bytes for _ in range(2)]
@@ -50,3 +50,12 @@ def test_pss_read_every_nth_sample_is_held_in_between():
     assert held == [first, first]
     assert fresh >= first + (60 << 20)
     del ballast
+
+
+def test_only_the_trees_tracked_for_it_have_their_pss_read():
+    # The broker's JVM walks as long a page table as the job's: nobody uses its PSS, so it is not read.
+    sampler = TreeSampler()
+    sampler.track("system", os.getpid(), recursive=False, pss=True)
+    sampler.track("broker", os.getpid(), recursive=False)
+    usage = sampler.sample()
+    assert usage["system"].pss_bytes > 0 and usage["broker"].pss_bytes is None

@@ -8,8 +8,9 @@ seen. PSS is summed the same way: it splits each shared page among the processes
 a JVM's forked Python workers and their daemon do not count their shared pages twice; it is what
 "memory over time" uses (RSS where the kernel will not tell PSS). The kernel walks a process's
 page tables to tell its PSS: read at every sample it took the harness from 3 % to 10 % of a core,
-taken from the system under test, so PSS is read every `pss_every`-th sample and held between.
-Several roots may share one name (the senders of a step).
+taken from the system under test, so PSS is read only for the trees tracked with `pss=True` (the
+system under test), every `pss_every`-th sample, and held between. Several roots may share one
+name (the senders of a step).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ class TreeUsage:
     cpu_seconds: float = 0.0
     rss_bytes: int = 0
     processes: int = 0
-    pss_bytes: int = 0
+    pss_bytes: int | None = None  # None: the tree was not tracked with pss=True
 
 
 @dataclass
@@ -35,7 +36,7 @@ class _Tree:
     roots: list[tuple[psutil.Process, bool]] = field(default_factory=list)  # (root, with descendants)
     cpu_by_pid: dict[int, float] = field(default_factory=dict)
     peak_rss: int = 0
-    pss: int = 0
+    pss: int | None = None  # the last PSS read, for trees tracked with pss=True
 
 
 class TreeSampler:
@@ -44,14 +45,17 @@ class TreeSampler:
         self.pss_every = pss_every
         self._samples = 0
 
-    def track(self, name: str, pid: int | None, recursive: bool = True) -> None:
+    def track(self, name: str, pid: int | None, recursive: bool = True, pss: bool = False) -> None:
         if pid is None:
             return
         try:
             process = psutil.Process(pid)
         except psutil.Error:
             return
-        self._trees.setdefault(name, _Tree()).roots.append((process, recursive))
+        tree = self._trees.setdefault(name, _Tree())
+        tree.roots.append((process, recursive))
+        if pss and tree.pss is None:
+            tree.pss = 0
 
     def names(self) -> list[str]:
         return list(self._trees)
@@ -62,6 +66,7 @@ class TreeSampler:
         self._samples += 1
         for name, tree in self._trees.items():
             rss = pss = alive = 0
+            tree_pss = read_pss and tree.pss is not None
             for root, recursive in tree.roots:
                 members = [root]
                 if recursive:
@@ -76,7 +81,7 @@ class TreeSampler:
                             memory = process.memory_info().rss
                     except psutil.Error:
                         continue
-                    if read_pss:
+                    if tree_pss:
                         try:
                             pss += process.memory_full_info().pss
                         except psutil.Error:
@@ -85,7 +90,7 @@ class TreeSampler:
                     rss += memory
                     alive += 1
             tree.peak_rss = max(tree.peak_rss, rss)
-            if read_pss:
+            if tree_pss:
                 tree.pss = pss
             usage[name] = TreeUsage(sum(tree.cpu_by_pid.values()), rss, alive, tree.pss)
         return usage

@@ -161,7 +161,7 @@ class Session:
         self.system = start_system(self.spec.name, self.stack, self.out, parse_job_settings(s.job_settings),
                                    passthrough_topic=self.passthrough_topic)
         self.sampler.track("broker", self.broker.pid)
-        self.sampler.track(self.spec.name, self.system.pid)
+        self.sampler.track(self.spec.name, self.system.pid, pss=True)
         self.sampler.track(self.spec.output, self.output.pid)
         self.sampler.track("harness", os.getpid(), recursive=False)
 
@@ -256,7 +256,7 @@ class Session:
             processed_records=sum(processed.get(tp, 0) for tp in end),
             processed_messages=self._metrics(self.system).total(self.spec.processed_messages_metric),
             output=self._output_count(), cpu={n: u.cpu_seconds for n, u in usage.items()},
-            rss={n: u.rss_bytes for n, u in usage.items()}, pss={n: u.pss_bytes for n, u in usage.items()},
+            rss={n: u.rss_bytes for n, u in usage.items()}, pss={n: u.pss_bytes for n, u in usage.items() if u.pss_bytes is not None},
             load=os.getloadavg()[0])
 
     # -- a step ----------------------------------------------------------------------------
