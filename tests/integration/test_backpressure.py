@@ -43,6 +43,17 @@ MEMORY_GROWTH = 1.25
 _BATCH = re.compile(r"batch (\d+): (\d+) rows")
 
 
+def _jvm_spawning(process) -> bool:
+    """A child the JVM is starting (Hadoop's chmod, say) before it has exec'd its program.
+
+    Java spawns with vfork: until exec the child runs in the JVM's own address space, and the
+    kernel reports that whole space for it, so counting it would count the JVM twice (a CI run
+    caught one, named after the forking thread, at the JVM's full 1,373 MiB).
+    """
+    parent = process.parent()
+    return parent is not None and parent.name() == "java" and process.exe() == parent.exe()
+
+
 def _mib(sample: dict) -> str:
     parts = ", ".join(f"{name} {pss / 2**20:.0f}" for name, pss in sample["processes"].items())
     return f"{sample['memory'] / 2**20:.0f} MiB ({parts})"
@@ -65,6 +76,8 @@ class Sampler(threading.Thread):
             processes = {}
             for process in self.job.tree():
                 try:
+                    if _jvm_spawning(process):
+                        continue
                     processes[f"{process.name()}[{process.pid}]"] = process.memory_full_info().pss
                 except Exception:  # a Python worker that just exited
                     pass
