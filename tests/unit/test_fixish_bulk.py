@@ -60,6 +60,12 @@ def events_as_messages(batch) -> list[tuple]:
     return sorted(found)
 
 
+def assert_in_seq_order(batch) -> None:
+    """Events leave decoding in seq order (send order), whichever path, bulk or one by one, took them."""
+    for events in (batch.nbbo, batch.orders):
+        assert (np.diff(events["seq"]) > 0).all()
+
+
 def codec_oracle(values, framed: bool) -> tuple[list[tuple], list[DecodeFailure]]:
     """What decoding record by record, frame by frame, with the one-message codec gives."""
     events, failures = [], []
@@ -302,6 +308,7 @@ def test_on_damaged_records_bulk_decoding_agrees_with_the_codec_and_loses_no_byt
     batch = decode_records(values, framed=False)
     events, failures = codec_oracle(values, framed=False)
     assert events_as_messages(batch) == events
+    assert_in_seq_order(batch)
     assert batch.failures == failures
     assert_every_byte_accounted_for(values, batch, framed=False)
 
@@ -312,6 +319,7 @@ def test_on_damaged_framed_records_bulk_decoding_agrees_with_the_codec_and_loses
     batch = decode_records(values, framed=True)
     events, failures = codec_oracle(values, framed=True)
     assert events_as_messages(batch) == events
+    assert_in_seq_order(batch)
     assert batch.failures == failures
     assert_every_byte_accounted_for(values, batch, framed=True)
 

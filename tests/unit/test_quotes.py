@@ -148,3 +148,21 @@ def test_an_empty_batch_changes_nothing():
     step = book.apply(np.empty(0, NBBO_EVENT), np.empty(0, ORDER_EVENT))
     assert len(step.rejected) == 0
     assert book_state(step.book) == book_state(book) == {"NI": exact((True, 1.0, 1.5)), "F": exact((False, 2.0, 2.01))}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.binary(min_size=0, max_size=4), min_size=1, max_size=30, unique_by=lambda b: b.rstrip(b"\0")),
+       st.lists(st.binary(min_size=0, max_size=4), max_size=30))
+def test_the_book_orders_and_finds_symbols_of_any_bytes_as_numpy_orders_them(known, asked):
+    """The book works on integer codes of its symbols; they must order and match exactly as S4 does,
+    short (NUL-filled) and unprintable symbols included."""
+    book = QuoteBook.from_columns(known, [False] * len(known), np.arange(len(known), dtype=float),
+                                  np.arange(len(known), dtype=float))
+    after = book.apply(np.empty(0, NBBO_EVENT), np.empty(0, ORDER_EVENT)).book
+    as_s4 = np.array(known, dtype="S4")
+    assert after.symbols.tolist() == sorted(set(as_s4.tolist()))
+    reject, bid, _ = after.lookup(np.array(asked, dtype="S4"))
+    where = {s: i for i, s in enumerate(as_s4.tolist())}
+    assert bid.tolist() == [float(where[s]) if s in where else 0.0 for s in np.array(asked, dtype="S4").tolist()]
+    # A symbol not in the book has the initial quote: rejecting, 0/0.
+    assert reject.tolist() == [s not in where for s in np.array(asked, dtype="S4").tolist()]
