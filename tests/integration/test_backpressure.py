@@ -27,6 +27,7 @@ import time
 
 import pytest
 
+from marketspread.bench.sampling import spawned_by_jvm
 from marketspread.cli import main
 from marketspread.metrics import Samples
 from marketspread.run.orchestrator import Run
@@ -44,14 +45,9 @@ _BATCH = re.compile(r"batch (\d+): (\d+) rows")
 
 
 def _jvm_spawning(process) -> bool:
-    """A child the JVM is starting (Hadoop's chmod, say) before it has exec'd its program.
-
-    Java spawns with vfork: until exec the child runs in the JVM's own address space, and the
-    kernel reports that whole space for it, so counting it would count the JVM twice (a CI run
-    caught one, named after the forking thread, at the JVM's full 1,373 MiB).
-    """
+    """A child the JVM is starting (Hadoop's chmod, say), not yet exec'd: see `spawned_by_jvm`."""
     parent = process.parent()
-    return parent is not None and parent.name() == "java" and process.exe() == parent.exe()
+    return parent is not None and spawned_by_jvm(parent.name(), parent.exe(), process.exe())
 
 
 def _mib(sample: dict) -> str:

@@ -10,7 +10,8 @@ a JVM's forked Python workers and their daemon do not count their shared pages t
 page tables to tell its PSS: read at every sample it took the harness from 3 % to 10 % of a core,
 taken from the system under test, so PSS is read only for the trees tracked with `pss=True` (the
 system under test), every `pss_every`-th sample, and held between. Several roots may share one
-name (the senders of a step).
+name (the senders of a step). A child a JVM is still spawning counts its CPU but not its memory
+(see `spawned_by_jvm`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,29 @@ from dataclasses import dataclass, field
 
 import psutil
 
-__all__ = ["TreeSampler", "TreeUsage", "find_listener_pid"]
+__all__ = ["TreeSampler", "TreeUsage", "find_listener_pid", "spawned_by_jvm"]
+
+
+def spawned_by_jvm(parent_name: str, parent_exe: str, exe: str) -> bool:
+    """Whether a child of `parent_name` is a JVM's child caught before it has exec'd its program.
+
+    Java starts programs (Hadoop's chmod, five times a second in the job) with vfork: until exec
+    the child runs in the JVM's own address space and the kernel reports that whole space for
+    it, so a sample that counted it would count the JVM twice (a CI run saw one at the JVM's full
+    1,373 MiB). A JVM's child still running the JVM's executable is taken to be one; a JVM that
+    started a second JVM on purpose would be missed, which nothing here does.
+    """
+    return parent_name == "java" and bool(exe) and exe == parent_exe
+
+
+def _memory_counted(process: psutil.Process, java: dict[int, psutil.Process]) -> bool:
+    parent = java.get(process.ppid())
+    if parent is None:
+        return True
+    try:
+        return not spawned_by_jvm(parent.name(), parent.exe(), process.exe())
+    except psutil.Error:
+        return True
 
 
 @dataclass
@@ -74,6 +97,13 @@ class TreeSampler:
                         members += root.children(recursive=True)
                     except psutil.Error:
                         pass
+                java = {}
+                for process in members:
+                    try:
+                        if process.name() == "java":
+                            java[process.pid] = process
+                    except psutil.Error:
+                        pass
                 for process in members:
                     try:
                         with process.oneshot():
@@ -81,12 +111,14 @@ class TreeSampler:
                             memory = process.memory_info().rss
                     except psutil.Error:
                         continue
+                    tree.cpu_by_pid[process.pid] = times.user + times.system
+                    if java and not _memory_counted(process, java):
+                        continue
                     if tree_pss:
                         try:
                             pss += process.memory_full_info().pss
                         except psutil.Error:
                             pss += memory
-                    tree.cpu_by_pid[process.pid] = times.user + times.system
                     rss += memory
                     alive += 1
             tree.peak_rss = max(tree.peak_rss, rss)
