@@ -148,6 +148,20 @@ def test_the_session_runs_on_rocksdb_in_utc(spark):
     assert spark.sparkContext.master == "local[2]"
 
 
+def test_the_session_interprets_its_few_rows_instead_of_generating_code_for_them(spark):
+    """Per micro-batch, generating and compiling Java source costs more than the ~100 rows it would
+    speed up (docs/benchmarks.md, tuning log): no whole-stage code generation in the plan, and the
+    projections Spark builds at run time are its interpreted ones."""
+    frame = spark.range(4).selectExpr("id * 2 AS doubled").where("doubled > 2")
+    plan = frame._jdf.queryExecution().executedPlan().toString()
+    assert "WholeStageCodegen" not in plan and "*(" not in plan, plan
+    assert [row.doubled for row in frame.collect()] == [4, 6]
+    jvm = spark.sparkContext._jvm
+    projection = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeProjection.create(
+        frame._jdf.queryExecution().executedPlan().schema())
+    assert projection.getClass().getSimpleName() == "InterpretedUnsafeProjection"
+
+
 def test_the_local_jvm_has_its_whole_heap_from_the_start_and_two_malloc_arenas(spark):
     """What keeps the job's RSS flat over hours (docs/benchmarks.md, "30 minutes at 250,000 msgs/s")."""
     jvm = spark.sparkContext._jvm
