@@ -61,7 +61,7 @@ class KafkaSettings(Settings):
                     "4-byte-length-framed messages per record, keyed by shard",
     )
     shards: int = Field(
-        2, ge=1,
+        1, ge=1,
         description="how many state shards the job groups symbols into (and, with record_format=framed, the "
                     "record keys); fixed for the life of a checkpoint. At least the job's shuffle partitions "
                     "(a shard is the unit of parallelism of the state stage), and no more: each shard also "

@@ -41,11 +41,11 @@ def test_the_job_disagreeing_on_the_record_format_fails():
 
 
 def test_a_component_repeating_a_shared_setting_with_the_same_value_is_fine():
-    cs.render(sets=("components.receiver.settings.shards=2",))
+    cs.render(sets=("components.receiver.settings.shards=1",))
 
 
 def test_a_component_repeating_a_shared_setting_with_another_value_fails():
-    assert "components.receiver.settings.shards is 8 but default.settings.shards is 2" in \
+    assert "components.receiver.settings.shards is 8 but default.settings.shards is 1" in \
         fails_with("components.receiver.settings.shards=8")
 
 
