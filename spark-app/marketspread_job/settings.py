@@ -26,10 +26,13 @@ class JobSettings(KafkaSettings):
                                       "$MARKETSPREAD_LOCAL_DIR/jars/spark when run locally")
     log_level: str = Field("WARN", description="Spark log level")
     jvm_options: str = Field(
-        "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC",
+        "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC -XX:ReservedCodeCacheSize=240m",
         description="options of the JVM the job launches (local master only; on Kubernetes the SparkApplication "
                     "sets them): C1-only JIT and the parallel collector halve the JVM's CPU here, since the "
-                    "job's JVM work is copying bytes, which C2 does not speed up")
+                    "job's JVM work is copying bytes, which C2 does not speed up. C1-only also shrinks the "
+                    "default code cache to 48 MB, which the job's compiled code fills within a minute; the "
+                    "sweeper and the recompilation that follow stall micro-batches for seconds, so the "
+                    "tiered default (240 MB) is restored")
     local_heap: str = Field(
         "1g", pattern=r"^[0-9]+[kKmMgG]$",
         description="heap of the job's JVM when the master is local: its -Xmx and -Xms alike, touched at start, so "

@@ -173,6 +173,16 @@ def test_the_local_jvm_has_its_whole_heap_from_the_start_and_two_malloc_arenas(s
     assert jvm.java.lang.System.getenv("MALLOC_ARENA_MAX") == "2"
 
 
+def test_the_local_jvm_compiles_with_c1_alone_into_a_full_sized_code_cache(spark):
+    """C1 alone would shrink the code cache to 48 MB, which the job fills within a minute; the
+    sweeper then stalls micro-batches for seconds (docs/benchmarks.md, tuning log)."""
+    jvm = spark.sparkContext._jvm
+    diagnostics = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert diagnostics.getVMOption("TieredStopAtLevel").getValue() == "1"
+    assert int(diagnostics.getVMOption("ReservedCodeCacheSize").getValue()) >= 240 * 2**20
+
+
 # --- (a) Wallaroo's own correctness scenario ---------------------------------------------------
 
 REJECT_SYMBOLS = ["AA", "BAC", "AAPL", "FCX", "SUNE", "FB", "RAD", "INTC", "GE", "WMB"]
