@@ -37,11 +37,10 @@ def spawned_by_jvm(parent_name: str, parent_exe: str, exe: str) -> bool:
 
 
 def _memory_counted(process: psutil.Process, java: dict[int, psutil.Process]) -> bool:
-    parent = java.get(process.ppid())
-    if parent is None:
-        return True
+    # Any of these processes may exit while it is looked at (a spawn helper lives milliseconds).
     try:
-        return not spawned_by_jvm(parent.name(), parent.exe(), process.exe())
+        parent = java.get(process.ppid())
+        return parent is None or not spawned_by_jvm(parent.name(), parent.exe(), process.exe())
     except psutil.Error:
         return True
 
