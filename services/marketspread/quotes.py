@@ -64,14 +64,14 @@ class QuoteBook:
 
     def lookup(self, symbols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(should_reject, bid, offer) for each symbol; a symbol not in the book has the initial quote."""
-        return self._lookup(_codes(symbols))
+        return self._lookup(_codes(self.symbols), _codes(symbols))
 
-    def _lookup(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _lookup(self, book: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`lookup` on codes; `book` is the codes of this book's symbols."""
         reject = np.full(len(codes), INITIAL_QUOTE.should_reject)
         bid = np.full(len(codes), INITIAL_QUOTE.bid)
         offer = np.full(len(codes), INITIAL_QUOTE.offer)
-        if len(self.symbols):
-            book = _codes(self.symbols)
+        if len(book):
             at = np.minimum(np.searchsorted(book, codes), len(book) - 1)
             known = book[at] == codes
             reject[known], bid[known], offer[known] = self.should_reject[at[known]], self.bid[at[known]], \
@@ -99,7 +99,8 @@ class QuoteBook:
         in_batch = (before >= 0) & (ids[:n_quotes][candidate] == ids[n_quotes:]) if n_quotes else \
             np.zeros(len(orders), bool)
 
-        reject, bid, offer = self._lookup(codes[n_quotes:])
+        book = _codes(self.symbols)
+        reject, bid, offer = self._lookup(book, codes[n_quotes:])
         hit = candidate[in_batch]
         reject[in_batch], bid[in_batch], offer[in_batch] = nbbo_reject[hit], nbbo["bid_px"][hit], \
             nbbo["offer_px"][hit]
@@ -108,14 +109,14 @@ class QuoteBook:
         emitted = np.flatnonzero(reject)
         emitted = emitted[np.argsort(orders["seq"][emitted], kind="stable")]
         return StepResult(orders[emitted], bid[emitted], offer[emitted], self._updated(
-            batch_codes, nbbo, nbbo_reject, ids[:n_quotes][by_key], by_key))
+            book, batch_codes, nbbo, nbbo_reject, ids[:n_quotes][by_key], by_key))
 
-    def _updated(self, batch_codes: np.ndarray, nbbo: np.ndarray, nbbo_reject: np.ndarray,
+    def _updated(self, book: np.ndarray, batch_codes: np.ndarray, nbbo: np.ndarray, nbbo_reject: np.ndarray,
                  sorted_quote_ids: np.ndarray, by_key: np.ndarray) -> "QuoteBook":
         # Every symbol seen gets state (Wallaroo creates it on demand, orders included);
         # a symbol quoted in this batch takes its last NBBO.
-        codes = np.union1d(_codes(self.symbols), batch_codes)
-        reject, bid, offer = self._lookup(codes)
+        codes = np.union1d(book, batch_codes)
+        reject, bid, offer = self._lookup(book, codes)
         if len(nbbo):
             last = np.flatnonzero(np.append(sorted_quote_ids[1:] != sorted_quote_ids[:-1], True))
             latest = by_key[last]

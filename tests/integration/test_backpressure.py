@@ -27,7 +27,7 @@ import time
 
 import pytest
 
-from marketspread.bench.sampling import spawned_by_jvm
+from marketspread.bench.sampling import mid_spawn
 from marketspread.cli import main
 from marketspread.metrics import Samples
 from marketspread.run.orchestrator import Run
@@ -42,12 +42,6 @@ CAP = 2_000  # maxOffsetsPerTrigger: records per micro-batch, both topics togeth
 WARM_UP_BATCHES = 5
 MEMORY_GROWTH = 1.25
 _BATCH = re.compile(r"batch (\d+): (\d+) rows")
-
-
-def _jvm_spawning(process) -> bool:
-    """A child the JVM is starting (Hadoop's chmod, say), not yet exec'd: see `spawned_by_jvm`."""
-    parent = process.parent()
-    return parent is not None and spawned_by_jvm(parent.name(), parent.exe(), process.exe())
 
 
 def _mib(sample: dict) -> str:
@@ -72,7 +66,7 @@ class Sampler(threading.Thread):
             processes = {}
             for process in self.job.tree():
                 try:
-                    if _jvm_spawning(process):
+                    if mid_spawn(process):
                         continue
                     processes[f"{process.name()}[{process.pid}]"] = process.memory_full_info().pss
                 except Exception:  # a Python worker that just exited

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import psutil
 
-__all__ = ["TreeSampler", "TreeUsage", "find_listener_pid", "spawned_by_jvm"]
+__all__ = ["TreeSampler", "TreeUsage", "find_listener_pid", "mid_spawn", "spawned_by_jvm"]
 
 
 def spawned_by_jvm(parent_name: str, parent_exe: str, exe: str) -> bool:
@@ -36,13 +36,13 @@ def spawned_by_jvm(parent_name: str, parent_exe: str, exe: str) -> bool:
     return parent_name == "java" and bool(exe) and exe == parent_exe
 
 
-def _memory_counted(process: psutil.Process, java: dict[int, psutil.Process]) -> bool:
-    # Any of these processes may exit while it is looked at (a spawn helper lives milliseconds).
+def mid_spawn(process: psutil.Process) -> bool:
+    """`spawned_by_jvm` for a live process; False once it is gone (a spawn helper lives milliseconds)."""
     try:
-        parent = java.get(process.ppid())
-        return parent is None or not spawned_by_jvm(parent.name(), parent.exe(), process.exe())
+        parent = process.parent()
+        return parent is not None and spawned_by_jvm(parent.name(), parent.exe(), process.exe())
     except psutil.Error:
-        return True
+        return False
 
 
 @dataclass
@@ -96,13 +96,6 @@ class TreeSampler:
                         members += root.children(recursive=True)
                     except psutil.Error:
                         pass
-                java = {}
-                for process in members:
-                    try:
-                        if process.name() == "java":
-                            java[process.pid] = process
-                    except psutil.Error:
-                        pass
                 for process in members:
                     try:
                         with process.oneshot():
@@ -111,7 +104,7 @@ class TreeSampler:
                     except psutil.Error:
                         continue
                     tree.cpu_by_pid[process.pid] = times.user + times.system
-                    if java and not _memory_counted(process, java):
+                    if mid_spawn(process):
                         continue
                     if tree_pss:
                         try:
