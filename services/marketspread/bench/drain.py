@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["register", "thread_cpu"]
+__all__ = ["drain", "register", "thread_cpu"]
 
 _BATCH = re.compile(r"batch (\d+): (\d+) rows in ([0-9.]+) s \((.*)\)")
 
@@ -57,6 +57,25 @@ def register(subparsers) -> None:
 
 
 def _run(args) -> int:
+    d = drain(args.messages, args.symbols, args.record_format, args.batch_size, args.max_offsets_per_trigger,
+              args.job_settings, args.seed)
+    print(f"drain: {d['messages']:,} messages ({args.symbols} symbols, {args.record_format}, sender batch "
+          f"{args.batch_size:,}, {args.max_offsets_per_trigger} records per micro-batch, job settings {d['settings']})")
+    print(f"  job ready in {d['ready_seconds']:.1f} s; drained in {d['drain_seconds']:.1f} s after that: "
+          f"{d['msgs_per_s']:,.0f} msgs/s (first batches' warm-up included)")
+    print("  JVM CPU s by thread group: " + ", ".join(
+        f"{name} {seconds:.1f}" for name, seconds in sorted(d["jvm_cpu_seconds"].items(), key=lambda kv: -kv[1])
+        if seconds >= 0.2))
+    print(f"  Python workers and driver: {d['python_cpu_seconds']:.1f} CPU s")
+    if d["batch_median_seconds"] is not None:
+        print(f"  micro-batches after the third: {d['batches']}, median {d['batch_median_seconds']:.3f} s, "
+              f"max {d['batch_max_seconds']:.3f} s")
+    return 0
+
+
+def drain(messages: int, symbols: str = "350", record_format: str = "framed", batch_size: int = 10_000,
+          max_offsets_per_trigger: int = 200, job_settings: str = "", seed: int = 3) -> dict:
+    """Fill fresh topics on a broker of its own, start the job, time it working them off; a dict of figures."""
     import psutil
 
     from ..cli import main
@@ -67,18 +86,17 @@ def _run(args) -> int:
     work = Path(tempfile.mkdtemp(prefix="marketspread-drain-"))
     try:
         data = work / "data"
-        main(["generate", "--symbols", args.symbols, "--nbbo", str(args.messages), "--orders", str(args.messages),
-              "--seed", str(args.seed), "--out", str(data)])
+        main(["generate", "--symbols", symbols, "--nbbo", str(messages), "--orders", str(messages),
+              "--seed", str(seed), "--out", str(data)])
         port = free_port()
-        kafka = KafkaSettings(bootstrap_servers=f"127.0.0.1:{port}", record_format=args.record_format)
+        kafka = KafkaSettings(bootstrap_servers=f"127.0.0.1:{port}", record_format=record_format)
         stack = Stack(kafka, work / "out", time.monotonic() + 3600, port, free_port(), broker_run_dir=work / "kafka")
         try:
             stack.ensure_broker()
             stack.fresh_topics(2)
             for stream in ("nbbo", "orders"):
-                stack.wait_finished(stack.start_sender(stream, data / f"{stream}.msg", 0, args.batch_size))
-            settings = {"max_offsets_per_trigger": args.max_offsets_per_trigger,
-                        **parse_job_settings(args.job_settings)}
+                stack.wait_finished(stack.start_sender(stream, data / f"{stream}.msg", 0, batch_size))
+            settings = {"max_offsets_per_trigger": max_offsets_per_trigger, **parse_job_settings(job_settings)}
             started = time.time()
             job = stack.start_job(work / "out" / "checkpoint", **settings)
             stack.wait_job_ready()
@@ -92,22 +110,18 @@ def _run(args) -> int:
             cpu = thread_cpu(jvm.pid)
             py_after = sum(sum(p.cpu_times()[:2]) for p in psutil.Process(job.pid).children(recursive=True)
                            if p.name().startswith("python"))
+            log = job.log_file.read_text()
         finally:
             stack.stop_all()
-        total = 2 * args.messages
-        print(f"drain: {total:,} messages ({args.symbols} symbols, {args.record_format}, sender batch {args.batch_size:,}, "
-              f"{args.max_offsets_per_trigger} records per micro-batch, job settings {settings})")
-        print(f"  job ready in {ready - started:.1f} s; drained in {done - ready:.1f} s after that: "
-              f"{total / (done - ready):,.0f} msgs/s (first batches' warm-up included)")
-        used = {name: cpu[name] - cpu_before.get(name, 0) for name in cpu}
-        print("  JVM CPU s by thread group: " + ", ".join(
-            f"{name} {seconds:.1f}" for name, seconds in sorted(used.items(), key=lambda kv: -kv[1]) if seconds >= 0.2))
-        print(f"  Python workers and driver: {py_after - py_before:.1f} CPU s")
-        batches = [_BATCH.search(line) for line in job.log_file.read_text().splitlines()]
+        batches = [_BATCH.search(line) for line in log.splitlines()]
         durations = sorted(float(m.group(3)) for m in batches if m and int(m.group(1)) > 2)
-        if durations:
-            print(f"  micro-batches after the third: {len(durations)}, median {durations[len(durations) // 2]:.3f} s, "
-                  f"max {durations[-1]:.3f} s")
-        return 0
+        total = 2 * messages
+        return {"symbols": symbols, "record_format": record_format, "messages": total, "settings": settings,
+                "ready_seconds": round(ready - started, 2), "drain_seconds": round(done - ready, 2),
+                "msgs_per_s": round(total / (done - ready)),
+                "jvm_cpu_seconds": {name: round(cpu[name] - cpu_before.get(name, 0), 2) for name in cpu},
+                "python_cpu_seconds": round(py_after - py_before, 2), "batches": len(durations),
+                "batch_median_seconds": durations[len(durations) // 2] if durations else None,
+                "batch_max_seconds": durations[-1] if durations else None}
     finally:
         shutil.rmtree(work, ignore_errors=True)
