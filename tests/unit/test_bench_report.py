@@ -85,7 +85,7 @@ def suite() -> dict:
             "versions": {"kafka-broker": "4.3.1", "pyspark": "4.3.0", "quixstreams": "3.28.1",
                          "kafka-python": "3.0.12", "confluent-kafka": "2.12.2", "python": "3.11.7"},
             "entries": entries,
-            "drains": [{"symbols": s, "messages": 6_000_000, "msgs_per_s": r}
+            "drains": [{"symbols": s, "messages": 6_000_000, "batch_size": 3_600, "msgs_per_s": r}
                        for s, r in (("350", 500_000), ("r3k", 430_000), ("350", 520_000), ("r3k", 440_000))]}
 
 
@@ -99,6 +99,7 @@ def test_the_generated_page_has_ratios_to_spark_machine_date_and_commands():
     assert "| quix | 1,100 / 2,200 / 2,310 | 1.57× | 550 / 1,100 / 1,155 (not sustained) | 1.57× |" in text
     assert "r3k (2,926 symbols) max sustainable: 380,000 msgs/s, 0.95× of the 350-symbol figure" in text
     assert "350 500,000 msgs/s, r3k 430,000 msgs/s, 350 520,000 msgs/s, r3k 440,000 msgs/s): r3k at 85 % of 350" in text
+    assert "`marketspread bench-drain --messages 3000000 --symbols r3k --batch-size 3600`" in text
     assert "at 250,000 msgs/s (framed): sustained, p50 900 ms, p99 1,800 ms, lost 0" in text
     assert text.count("\n| max |") == 5 and "`out/quix`" in text
     assert "| > 187,000 msgs/s per core (Wallaroo) | 200,000 per core | yes |" in text

@@ -116,7 +116,8 @@ def drain(messages: int, symbols: str = "350", record_format: str = "framed", ba
         batches = [_BATCH.search(line) for line in log.splitlines()]
         durations = sorted(float(m.group(3)) for m in batches if m and int(m.group(1)) > 2)
         total = 2 * messages
-        return {"symbols": symbols, "record_format": record_format, "messages": total, "settings": settings,
+        return {"symbols": symbols, "record_format": record_format, "messages": total, "batch_size": batch_size,
+                "settings": settings,
                 "ready_seconds": round(ready - started, 2), "drain_seconds": round(done - ready, 2),
                 "msgs_per_s": round(total / (done - ready)),
                 "jvm_cpu_seconds": {name: round(cpu[name] - cpu_before.get(name, 0), 2) for name in cpu},

@@ -2,14 +2,15 @@
 
 For each system, in one session on fresh topics (`framed` records, Wallaroo's 350 symbols and
 reject ratio): `--find-max` (Spark's after a warm-up step at half its start rate, listed but not
-judged: a cold JVM's first micro-batches leave a backlog that decides the next step), then, in the same session, a latency step at the framed equal rate
-with 1 % rejections (enough samples for the tail). Then each system again with `message`
-records: a latency step at the message equal rate. Then Spark with the r3k symbols (2,926):
-`--find-max` from 90 % of its 350-symbol maximum, after a warm-up step at half that rate. Spark also gets one step at
-the issue's latency target rate (250,000 msgs/s, framed). Last, the r3k / 350 ratio side by side:
-the job drains a backlog of each symbol set in turn (350, r3k, 350, r3k; `bench-drain`), since two
-searches minutes apart on a shared machine differ by more than the 10 % the target allows (the
-350-symbol maximum alone came out 800,000 and 951,000 msgs/s in two runs of one code). Everything goes to OUT/suite.json,
+judged: a cold JVM's first micro-batches leave a backlog that decides the next step), then, in
+the same session, a latency step at the framed equal rate with 1 % rejections (enough samples for
+the tail). Then each system again with `message` records: a latency step at the message equal
+rate. Then Spark with the r3k symbols (2,926): `--find-max` from 90 % of its 350-symbol maximum,
+after a warm-up step at half that rate. Spark also gets one step at the issue's latency target
+rate (250,000 msgs/s, framed). Last, the r3k / 350 ratio side by side: the job drains a backlog of
+each symbol set in turn (350, r3k, 350, r3k; `bench-drain`), since two searches minutes apart on a
+shared machine differ by more than the 10 % the target allows (the 350-symbol maximum alone came
+out 800,000 and 951,000 msgs/s in two runs of one code). Everything goes to OUT/suite.json,
 each measurement to its own directory with its bench.json and bench.png, and the table to
 docs/benchmarks.md (between the markers; the rest of the page is kept).
 """
@@ -49,6 +50,7 @@ class Plan:
     r3k_steps: int
     drain_messages: int  # the r3k / 350 drains: NBBO and as many orders
     drain_pairs: int
+    drain_batch_size: int  # sender batch of the drains' backlog: one framed record per stream per batch
     start_rates: dict  # where each system's search starts (a hint: the search brackets anyway)
 
 
@@ -57,10 +59,12 @@ def plan_for(quick: bool) -> Plan:
     if quick:
         return Plan(step_duration=15, max_steps=4, precision=0.25, latency_duration=15, framed_equal_rate=20_000,
                     message_equal_rate=5_000, latency_reject_ratio=0.01, target_rate=250_000, r3k_steps=2,
-                    drain_messages=500_000, drain_pairs=1, start_rates=starts)
+                    drain_messages=500_000, drain_pairs=1, drain_batch_size=3_600,
+                    start_rates=starts)
     return Plan(step_duration=30, max_steps=6, precision=0.15, latency_duration=40, framed_equal_rate=20_000,
                 message_equal_rate=5_000, latency_reject_ratio=0.01, target_rate=250_000, r3k_steps=4,
-                drain_messages=3_000_000, drain_pairs=2, start_rates=starts)
+                drain_messages=3_000_000, drain_pairs=2, drain_batch_size=3_600,
+                start_rates=starts)
 
 
 def _entry(kind: str, system: str, record_format: str, symbols: str, result: dict, **extra) -> dict:
@@ -122,7 +126,7 @@ class Suite:
         for pair in range(self.plan.drain_pairs):
             for symbols in ("350", "r3k"):
                 self.progress.show("[bench --all]", None, f"spark drains a backlog, {symbols} symbols ({pair + 1})")
-                drains.append(drain(self.plan.drain_messages, symbols, batch_size=3_600))
+                drains.append(drain(self.plan.drain_messages, symbols, batch_size=self.plan.drain_batch_size))
         self.progress.end()
         return drains
 
@@ -304,7 +308,7 @@ def render_markdown(suite: dict) -> str:
            f"{drains[0]['messages']:,} messages in turn ("
            + ", ".join(f"{d['symbols']} {d['msgs_per_s']:,} msgs/s" for d in drains)
            + f"): r3k at {100 * drain_ratio:.0f} % of 350 (`marketspread bench-drain --messages "
-           f"{drains[0]['messages'] // 2} --symbols r3k --batch-size 3600`)."),
+           f"{drains[0]['messages'] // 2} --symbols r3k --batch-size {drains[0]['batch_size']}`)."),
         f"- at {plan['target_rate']:,.0f} msgs/s (framed): " + (
             "-" if target is None else
             f"{'sustained' if target['sustainable'] else 'NOT sustained (' + str(target['reason']) + ')'}, "
