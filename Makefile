@@ -26,7 +26,7 @@ help:
 	@echo "make demo   - set up, then run the whole pipeline on one machine and print its summary"
 	@echo "make test   - set up, then run every test"
 	@echo "make setup  - install everything the project needs (idempotent)"
-	@echo "make bench  - spark and its peers side by side (~40 min; QUICK=1: ~15 min); table in docs/benchmarks.md"
+	@echo "make bench  - spark and its peers side by side (~40 min; QUICK=1: ~18 min); table in docs/benchmarks.md"
 	@echo "make cluster-up / cluster-down - a local Kubernetes control plane with simulated nodes"
 	@echo "make k8s-e2e - the chart on that cluster: helm install/upgrade/rollback, docs/kubernetes.md, spark-submit"
 

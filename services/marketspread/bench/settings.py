@@ -21,7 +21,7 @@ class BenchSettings(Settings):
     system: System = Field("spark", description="system under test: spark (ours), passthrough, plain or quix")
     all: bool = Field(False, description="the whole comparison (find-max and latency for all four, r3k for spark) "
                                          "and docs/benchmarks.md")
-    quick: bool = Field(False, description="with --all: shorter steps and runs (about a third of the time)")
+    quick: bool = Field(False, description="with --all: shorter steps and runs (less than half the time)")
     rate: float = Field(20_000, gt=0, description="offered load in messages per second, NBBO + orders (half each); "
                                                  "with --find-max the first rate tried")
     duration: float = Field(60, gt=0, description="seconds of load (one run)")

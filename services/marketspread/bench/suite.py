@@ -126,7 +126,10 @@ class Suite:
         for pair in range(self.plan.drain_pairs):
             for symbols in ("350", "r3k"):
                 self.progress.show("[bench --all]", None, f"spark drains a backlog, {symbols} symbols ({pair + 1})")
-                drains.append(drain(self.plan.drain_messages, symbols, batch_size=self.plan.drain_batch_size))
+                try:
+                    drains.append(drain(self.plan.drain_messages, symbols, batch_size=self.plan.drain_batch_size))
+                except Exception as error:  # noqa: BLE001 - recorded like a failed step; the other drains still run
+                    drains.append(failed_drain(symbols, self.plan, error))
         self.progress.end()
         return drains
 
@@ -188,7 +191,6 @@ class Suite:
         finally:
             self.progress.end()
             broker.stop()
-        drains = self._drains()
         suite = {
             "command": self.command,
             "date": started.isoformat(timespec="seconds"),
@@ -198,8 +200,12 @@ class Suite:
             "machine": {**machine(), "load_average_during_run": self.load.summary()},
             "versions": versions(),
             "entries": self.entries,
-            "drains": drains,
+            "drains": [],
         }
+        # Half an hour of measurements is on disk before the drains start, whatever becomes of them.
+        write_json(self.out / "suite.json", suite)
+        suite["drains"] = self._drains()
+        suite["wall_seconds"] = round(time.monotonic() - began, 1)
         write_json(self.out / "suite.json", suite)
         return suite
 
@@ -306,8 +312,8 @@ def render_markdown(suite: dict) -> str:
         "- side by side, draining a backlog of "
         + ("-" if not drains else
            f"{drains[0]['messages']:,} messages in turn ("
-           + ", ".join(f"{d['symbols']} {d['msgs_per_s']:,} msgs/s" for d in drains)
-           + f"): r3k at {100 * drain_ratio:.0f} % of 350 (`marketspread bench-drain --messages "
+           + ", ".join(_drain_cell(d) for d in drains)
+           + f"): r3k at {_percent(drain_ratio)} of 350 (`marketspread bench-drain --messages "
            f"{drains[0]['messages'] // 2} --symbols r3k --batch-size {drains[0]['batch_size']}`)."),
         f"- at {plan['target_rate']:,.0f} msgs/s (framed): " + (
             "-" if target is None else
@@ -334,13 +340,30 @@ def render_markdown(suite: dict) -> str:
     return "\n".join(lines)
 
 
+def _drain_cell(drain: dict) -> str:
+    if drain.get("msgs_per_s"):
+        return f"{drain['symbols']} {drain['msgs_per_s']:,} msgs/s"
+    return f"{drain['symbols']} failed ({drain.get('error', 'no figure')})"
+
+
+def _percent(ratio: float | None) -> str:
+    return "-" if ratio is None else f"{100 * ratio:.0f} %"
+
+
 def _met(ok) -> str:
     return "-" if ok is None else ("yes" if ok else "**no**")
 
 
+def failed_drain(symbols: str, plan: Plan, error: Exception) -> dict:
+    """A drain that raised, recorded with what it was asked to do and why it did not."""
+    return {"symbols": symbols, "messages": 2 * plan.drain_messages, "batch_size": plan.drain_batch_size,
+            "msgs_per_s": None, "error": f"{type(error).__name__}: {error}"}
+
+
 def drain_r3k_ratio(drains: list[dict]) -> float | None:
-    """Mean r3k drain rate over the mean 350 one, both from the same alternating run."""
-    rates = {symbols: [d["msgs_per_s"] for d in drains if d["symbols"] == symbols] for symbols in ("350", "r3k")}
+    """Mean r3k drain rate over the mean 350 one, both from the same alternating run; failed drains left out."""
+    rates = {symbols: [d["msgs_per_s"] for d in drains if d["symbols"] == symbols and d.get("msgs_per_s")]
+             for symbols in ("350", "r3k")}
     if not rates["350"] or not rates["r3k"]:
         return None
     return (sum(rates["r3k"]) / len(rates["r3k"])) / (sum(rates["350"]) / len(rates["350"]))
@@ -374,7 +397,7 @@ def _targets(entries: list[dict], plan: dict, spark_max, r3k_max, drain_ratio, t
          "-" if times(plain_bulk) is None else f"{times(plain_bulk):.1f}×", None),
         # Judged side by side (the drains); the two searches are shown for what they are.
         ("r3k at ≥ 90 % of the 350-symbol throughput",
-         ("-" if drain_ratio is None else f"{100 * drain_ratio:.0f} % draining in turn")
+         ("-" if drain_ratio is None else f"{_percent(drain_ratio)} draining in turn")
          + ("" if not r3k_max or not spark_max else
             f" (max sustainable, two searches minutes apart: {100 * r3k_max / spark_max:.0f} %)"),
          None if drain_ratio is None else drain_ratio >= 0.9),
@@ -389,7 +412,7 @@ _INTRO = """# Benchmarks
 Wallaroo's Market Spread on Kafka: our PySpark job (`spark`) against three peers on the same
 broker, the same generated data and the same harness (`marketspread bench`,
 `services/marketspread/bench/`). `make bench` runs the whole comparison (about 40 minutes) and
-rewrites the section between the markers below; `make bench QUICK=1` a shorter one (about 15).
+rewrites the section between the markers below; `make bench QUICK=1` a shorter one (about 18).
 Everything outside the markers is kept.
 
 What is measured, and how:
