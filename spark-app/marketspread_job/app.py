@@ -13,13 +13,23 @@ from marketspread.metrics import serve
 
 from .settings import JobSettings
 
-__all__ = ["run", "JobFailed"]
+__all__ = ["run", "JobFailed", "failure_message"]
 
 log = logging.getLogger(__name__)
 
 
 class JobFailed(MarketSpreadError):
     pass
+
+
+def failure_message(spark_error: str, settings: JobSettings) -> str:
+    message = f"the streaming query failed: {spark_error}"
+    if "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA" in spark_error:
+        # What a changed state_operator (an upgrade's new default, say) looks like from inside Spark.
+        message += (f"\nThe checkpoint {settings.checkpoint_dir} was written by another state operator than "
+                    f"state_operator={settings.state_operator}: set state_operator to the one it was written "
+                    "with, or point checkpoint_dir at a new location (the job then starts from starting_offsets).")
+    return message
 
 
 def run(settings: JobSettings, stop: threading.Event | None = None) -> None:
@@ -51,7 +61,7 @@ def run(settings: JobSettings, stop: threading.Event | None = None) -> None:
         if query.isActive:
             query.stop()
         if (error := query.exception()) is not None:
-            raise JobFailed(f"the streaming query failed: {error.desc if hasattr(error, 'desc') else error}")
+            raise JobFailed(failure_message(error.desc if hasattr(error, "desc") else str(error), settings))
     finally:
         metrics.active.set(0)
         spark.stop()

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .processor import OUTPUT_SCHEMA, MarketSpreadProcessor
+from .processor import GROUP_STATE_SCHEMA, OUTPUT_SCHEMA, MarketSpreadProcessor, market_spread_with_group_state
+from .session import state_store_conf
 from .settings import JobSettings
 from .step import KIND_DEAD_LETTER, KIND_REJECTION, KIND_STATS, StepConfig
 
@@ -53,9 +54,15 @@ def state_key(settings: JobSettings) -> Column:
 
 def market_spread(records: DataFrame, settings: JobSettings) -> DataFrame:
     config = StepConfig(framed=settings.record_format == "framed", nbbo_topic=settings.nbbo_topic)
-    return records.withColumn("state_key", state_key(settings)).groupBy("state_key").transformWithStateInPandas(
-        statefulProcessor=MarketSpreadProcessor(config), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
-        timeMode="None",
+    by_key = records.withColumn("state_key", state_key(settings)).groupBy("state_key")
+    if settings.state_operator == "transform_with_state_in_pandas":
+        return by_key.transformWithStateInPandas(
+            statefulProcessor=MarketSpreadProcessor(config), outputStructType=OUTPUT_SCHEMA, outputMode="Update",
+            timeMode="None",
+        )
+    return by_key.applyInPandasWithState(
+        market_spread_with_group_state(config), outputStructType=OUTPUT_SCHEMA, stateStructType=GROUP_STATE_SCHEMA,
+        outputMode="Update", timeoutConf="NoTimeout",
     )
 
 
@@ -89,6 +96,9 @@ def to_kafka_records(results: DataFrame, settings: JobSettings) -> DataFrame:
 
 
 def start_query(spark: SparkSession, settings: JobSettings):
+    # The store follows the operator even in a session built for the other one (the tests run both in one).
+    for key, value in state_store_conf(settings).items():
+        spark.conf.set(key, value)
     output = to_kafka_records(market_spread(read_inputs(spark, settings), settings), settings)
     return (
         output.writeStream.format("kafka")

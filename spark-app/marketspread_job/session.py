@@ -1,4 +1,4 @@
-"""The Spark session the job runs in: RocksDB state, UTC, metrics, the Kafka connector jars."""
+"""The Spark session the job runs in: its state store, UTC, metrics, the Kafka connector jars."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from marketspread.paths import local_dir
 
 from .settings import JobSettings
 
-__all__ = ["spark_conf", "build_session", "connector_jars", "JobConfigError"]
+__all__ = ["spark_conf", "state_store_conf", "build_session", "connector_jars", "JobConfigError"]
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+HDFS_BACKED_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
 MALLOC_ARENA_MAX = "2"
 FILESYSTEM_CHECKPOINTS = "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 
@@ -45,11 +46,20 @@ def connector_jars(settings: JobSettings) -> list[str]:
     return [str(p.resolve()) for p in paths]
 
 
+def state_store_conf(settings: JobSettings) -> dict[str, str]:
+    """The state store the operator runs on; a query records it in its checkpoint when it first starts."""
+    if settings.state_operator == "transform_with_state_in_pandas":
+        # transformWithState needs RocksDB; changelog checkpointing makes each commit small.
+        return {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+                "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
+    # A few shards of at most a few thousand symbols each: kilobytes of state, which Spark's default store
+    # keeps in memory and commits as one small delta file, where RocksDB costs ~75 ms per micro-batch.
+    return {"spark.sql.streaming.stateStore.providerClass": HDFS_BACKED_PROVIDER}
+
+
 def spark_conf(settings: JobSettings) -> dict[str, str]:
     conf = {
-        # transformWithState needs RocksDB; changelog checkpointing makes each commit small.
-        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
-        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        **state_store_conf(settings),
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.sql.session.timeZone": "UTC",
         # Nothing in this job needs a batch without data: no timers, no watermarks.

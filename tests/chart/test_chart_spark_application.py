@@ -6,9 +6,6 @@ import chart_support as cs
 
 pytestmark = pytest.mark.helm
 
-ROCKSDB = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-
-
 def app(docs) -> dict:
     return cs.one(docs, "SparkApplication", "market-spread-job")["spec"]
 
@@ -32,15 +29,32 @@ def test_a_streaming_job_is_resubmitted_whenever_it_ends(default_docs):
     assert policy["onFailureRetryInterval"] > 0 and policy["onSubmissionFailureRetryInterval"] > 0
 
 
-def test_state_lives_in_rocksdb_and_spark_serves_prometheus_metrics(default_docs):
+def test_spark_serves_prometheus_metrics_in_utc(default_docs):
     conf = app(default_docs)["sparkConf"]
-    assert conf["spark.sql.streaming.stateStore.providerClass"] == ROCKSDB
-    assert conf["spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"] == "true"
     assert conf["spark.sql.streaming.metricsEnabled"] == "true"
     assert conf["spark.metrics.conf.*.sink.prometheusServlet.class"] == "org.apache.spark.metrics.sink.PrometheusServlet"
     assert conf["spark.metrics.conf.*.sink.prometheusServlet.path"] == "/metrics/prometheus"
     assert conf["spark.ui.port"] == "4040"
     assert conf["spark.sql.session.timeZone"] == "UTC"
+
+
+@pytest.mark.parametrize("operator, provider", [
+    (None, "HDFSBackedStateStoreProvider"),
+    ("transform_with_state_in_pandas", "RocksDBStateStoreProvider"),
+])
+def test_the_state_store_is_the_jobs_choice_from_its_state_operator_never_the_charts(operator, provider, monkeypatch):
+    from marketspread_job.session import spark_conf
+
+    docs = cs.render(sets=(f"job.settings.state_operator={operator}",) if operator else ())
+    spec = app(docs)
+    assert not any(key.startswith("spark.sql.streaming.stateStore.") for key in spec["sparkConf"])
+    for name, value in cs.env_of(spec["driver"]).items():
+        monkeypatch.setenv(name, value)
+    from marketspread_job.settings import JobSettings
+
+    settings = JobSettings()
+    assert settings.state_operator == (operator or "apply_in_pandas_with_state")
+    assert spark_conf(settings)["spark.sql.streaming.stateStore.providerClass"].endswith("." + provider)
 
 
 def test_every_spark_conf_value_is_a_string_as_the_crd_requires(pinned_docs):

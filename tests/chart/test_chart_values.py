@@ -51,6 +51,12 @@ def test_the_metrics_ports_in_values_are_the_services_own_defaults():
     assert v["job"]["settings"]["metrics_port"] == JobSettings().metrics_port
 
 
+def test_the_state_operator_in_values_is_the_jobs_own_default():
+    from marketspread_job.settings import JobSettings
+
+    assert values()["job"]["settings"]["state_operator"] == JobSettings().state_operator
+
+
 def test_the_receiver_group_in_values_is_the_receivers_own_default():
     from marketspread.receiver.settings import ReceiverSettings
 

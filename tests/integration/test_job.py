@@ -1,14 +1,15 @@
-"""The Spark job end to end: a real Kafka broker, the real query (local[2], RocksDB state, UTC).
+"""The Spark job end to end: a real Kafka broker, the real query (local[2], both state operators, UTC).
 
 Specified here, each time by comparing what the job writes to Kafka with what is expected,
 exactly: Wallaroo's own correctness scenario; the 350-symbol initial NBBO file followed by the
 historical orders; the `message` and `framed` record formats giving the same rejections; every
 kind of bad record landing on the dead-letter topic with its headers while the valid messages
 around it are processed; a restart from the same checkpoint keeping the quotes and losing
-nothing; and the job's metrics counting what went through, with committed offsets equal to the
-input topics' end offsets. One Spark session serves the whole module (it takes 10-15 s to start);
-each test has its own topics and checkpoint. Waiting is `processAllAvailable()` or a poll with a
-deadline, never a sleep.
+nothing (under either state operator); the job's metrics counting what went through, with
+committed offsets equal to the input topics' end offsets; and a checkpoint refusing any state
+operator but the one that wrote it. One Spark session serves the whole module (it takes 10-15 s
+to start); each test has its own topics and checkpoint. Waiting is `processAllAvailable()` or a
+poll with a deadline, never a sleep.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import numpy as np
 import pytest
 from kafka import KafkaProducer
 from prometheus_client import CollectorRegistry
+from pyspark.errors import StreamingQueryException
 
 from marketspread.fixish import (
     FixishError, Nbbo, Order, OrderResult, Side, decode, decode_order_result, encode, frame, frame_all, split_frames,
@@ -29,9 +31,10 @@ from marketspread.localkafka import end_offsets
 from marketspread.partitioning import shard_key, shard_of
 from marketspread.reference import ReferenceModel
 from marketspread.rule import should_reject
+from marketspread_job.app import failure_message
 from marketspread_job.metrics import JobMetrics, ProgressPoller
 from marketspread_job.query import start_query, state_key
-from marketspread_job.session import ROCKSDB_PROVIDER, build_session
+from marketspread_job.session import HDFS_BACKED_PROVIDER, ROCKSDB_PROVIDER, build_session
 from marketspread_job.settings import JobSettings
 
 from kafka_records import read_topic
@@ -58,11 +61,13 @@ def spark(tmp_path_factory):
 def job_settings(kafka_topics, tmp_path):
     """Factory: fresh topics and checkpoint -> JobSettings for one query."""
 
-    def make(record_format: str = "message", shards: int = 4, checkpoint: str = "checkpoint") -> JobSettings:
+    def make(record_format: str = "message", shards: int = 4, checkpoint: str = "checkpoint",
+             state_operator: str = "apply_in_pandas_with_state") -> JobSettings:
         topics = kafka_topics(partitions=PARTITIONS, record_format=record_format, shards=shards)
         # Everything that decides how input is cut into micro-batches is pinned, whatever the environment says.
         return JobSettings(**topics.model_dump(), checkpoint_dir=str(tmp_path / checkpoint), metrics_port=0,
-                           starting_offsets="earliest", max_offsets_per_trigger=0, trigger_interval="0 seconds")
+                           starting_offsets="earliest", max_offsets_per_trigger=0, trigger_interval="0 seconds",
+                           state_operator=state_operator)
 
     return make
 
@@ -142,8 +147,8 @@ def timed(messages, start: int) -> list[tuple]:
     return [(m, start + i) for i, m in enumerate(messages)]
 
 
-def test_the_session_runs_on_rocksdb_in_utc(spark):
-    assert spark.conf.get("spark.sql.streaming.stateStore.providerClass") == ROCKSDB_PROVIDER
+def test_the_session_keeps_state_in_sparks_in_memory_store_by_default_in_utc(spark):
+    assert spark.conf.get("spark.sql.streaming.stateStore.providerClass") == HDFS_BACKED_PROVIDER
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert spark.sparkContext.master == "local[2]"
 
@@ -183,6 +188,26 @@ def test_the_local_jvm_compiles_with_c1_alone_into_a_full_sized_code_cache(spark
     assert int(diagnostics.getVMOption("ReservedCodeCacheSize").getValue()) >= 240 * 2**20
 
 
+# Both ways of keeping the quote books (settings.state_operator); the default first.
+STATE_OPERATORS = ["apply_in_pandas_with_state", "transform_with_state_in_pandas"]
+PROVIDERS = {"apply_in_pandas_with_state": HDFS_BACKED_PROVIDER, "transform_with_state_in_pandas": ROCKSDB_PROVIDER}
+OPERATOR_NAMES = {"apply_in_pandas_with_state": "applyInPandasWithState",
+                  "transform_with_state_in_pandas": "transformWithStateInPandasExec"}
+
+
+def assert_state_store(spark, progress: dict, state_operator: str) -> None:
+    """The query ran its operator on the store that operator is meant for, not the session's default."""
+    [operator] = progress["stateOperators"]
+    assert operator["operatorName"] == OPERATOR_NAMES[state_operator]
+    assert spark.conf.get("spark.sql.streaming.stateStore.providerClass") == PROVIDERS[state_operator]
+    # Each store reports metrics of its own: RocksDB's latencies, the in-memory store's map cache.
+    metrics = set(operator["customMetrics"])
+    on_rocksdb = {"rocksdbLoadLatencyMs", "rocksdbPutCount"} <= metrics
+    in_memory = {"loadedMapCacheHitCount", "loadedMapCacheMissCount"} <= metrics
+    assert (on_rocksdb, in_memory) == ((True, False) if state_operator == "transform_with_state_in_pandas" else
+                                       (False, True))
+
+
 # --- (a) Wallaroo's own correctness scenario ---------------------------------------------------
 
 REJECT_SYMBOLS = ["AA", "BAC", "AAPL", "FCX", "SUNE", "FB", "RAD", "INTC", "GE", "WMB"]
@@ -212,13 +237,16 @@ def wallaroo_correctness_streams(rng: random.Random):
     return market, orders, expected
 
 
-def test_wallaroos_correctness_scenario_gives_exactly_the_expected_rejections(spark, job_settings):
+@pytest.mark.parametrize("state_operator", STATE_OPERATORS)
+def test_wallaroos_correctness_scenario_gives_exactly_the_expected_rejections(spark, job_settings, state_operator):
     market, orders, expected = wallaroo_correctness_streams(random.Random(2017))
     phases = [timed(market, T0), timed(orders, T0 + 10_000)]
     assert {r.identity() for r in expected_results(phases)} == expected and len(expected) == 1000
-    settings = job_settings()
+    settings = job_settings(state_operator=state_operator)
     query = run_phases(spark, settings, phases)
+    progress = query.lastProgress
     query.stop()
+    assert_state_store(spark, progress, state_operator)
 
     received = order_results(read_topic(settings.bootstrap_servers, settings.rejections_topic))
     assert {r.identity() for _, r in received} == expected
@@ -424,7 +452,9 @@ def test_bad_frames_and_bad_framed_records_are_dead_lettered_with_their_byte_off
 
 # --- (e) restart from the same checkpoint ------------------------------------------------------
 
-def test_a_restart_from_the_same_checkpoint_keeps_the_quotes_and_loses_nothing(spark, job_settings, wallaroo_data):
+@pytest.mark.parametrize("state_operator", STATE_OPERATORS)
+def test_a_restart_from_the_same_checkpoint_keeps_the_quotes_and_loses_nothing(spark, job_settings, wallaroo_data,
+                                                                                 state_operator):
     initial = wallaroo_file(wallaroo_data, "350-symbols_initial-nbbo-fixish.msg")
     trades = wallaroo_file(wallaroo_data, "historical/1000trades-fixish.msg")
     quoted = {n.symbol: n for n in initial}
@@ -438,7 +468,7 @@ def test_a_restart_from_the_same_checkpoint_keeps_the_quotes_and_loses_nothing(s
     # What the second query must get right: quotes from before the restart and from during it.
     assert {"TGT", "OLN", "GLW", "CRC"} <= {r.symbol for r in late} and "MYGN" not in {r.symbol for r in late}
     assert [(r.bid, r.offer) for r in late if r.symbol == "TGT"] == [(quoted["TGT"].bid_px, quoted["TGT"].offer_px)]
-    settings = job_settings()
+    settings = job_settings(state_operator=state_operator)
 
     first = run_phases(spark, settings, phases[:2])
     first_batches = [p.batchId for p in first.recentProgress if p.numInputRows]
@@ -518,3 +548,25 @@ def test_the_progress_poller_counts_rows_messages_rejections_dead_letters_and_co
     assert sample(registry, "marketspread_job_batches_total") == len(batches)
     assert len(read_topic(settings.bootstrap_servers, settings.rejections_topic)) == len(expected)
     assert len(read_topic(settings.bootstrap_servers, settings.dead_letter_topic)) == len(bad)
+
+
+# --- (g) a checkpoint keeps its state operator -------------------------------------------------
+
+@pytest.mark.parametrize("written_by, read_by", [STATE_OPERATORS, STATE_OPERATORS[::-1]])
+def test_a_checkpoint_refuses_the_other_state_operator_instead_of_misreading_its_state(
+        spark, job_settings, written_by, read_by):
+    """state_operator is fixed for the life of a checkpoint (an upgrade that changes it must start a
+    new one): the query fails at its first batch, naming the mismatch, and writes nothing."""
+    market = timed([Nbbo("NI", 10.0, 10.5)], T0)
+    settings = job_settings(state_operator=written_by)
+    run_phases(spark, settings, [market]).stop()
+    switched = settings.model_copy(update={"state_operator": read_by})
+    query = start_query(spark, switched)
+    produce(settings.bootstrap_servers, message_records(settings, [Order(Side.BUY, 1, "000001", "NI", 1.0, 1.0)],
+                                                        [T0 + 1]))
+    with pytest.raises(StreamingQueryException, match="STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"):
+        query.processAllAvailable()
+    query.stop()
+    assert read_topic(settings.bootstrap_servers, settings.rejections_topic) == []
+    # The job's own error says which setting to change (app.JobFailed).
+    assert "set state_operator to the one it was written with" in failure_message(str(query.exception()), switched)

@@ -5,8 +5,10 @@ before orders on a tie, partition, offset); the `message` and `framed` record fo
 same rejections, equal to the reference model's; rejection rows are keyed by the symbol
 (message) or the input key (framed) and carry timestamp = record timestamp in ms * 1e6;
 dead-letter rows carry the reason, source topic/partition/offset, byte offset and the bytes; a
-stats row counts the messages; and the processor stores the quote book in its ValueState so
-that a round trip through the state loses nothing (checked with pyspark's TwsTester).
+stats row counts the messages; and both stateful operators keep the quote book between batches
+so that a round trip through the state loses nothing: the StatefulProcessor in its ValueState
+(checked with pyspark's TwsTester), the applyInPandasWithState function in its GroupState (a real
+pyspark GroupState, handed from batch to batch as Spark does), the two giving the same rows.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark.sql import Row
 from pyspark.sql.streaming import TwsTester
+from pyspark.sql.streaming.state import GroupState, GroupStateTimeout
 
 from marketspread.fixish import (
     FixishError, Nbbo, Order, OrderResult, Reason, Side, decode, decode_order_result, encode, frame, frame_all,
@@ -28,7 +32,9 @@ from marketspread.fixish import (
 from marketspread.partitioning import shard_key, shard_of
 from marketspread.quotes import QuoteBook
 from marketspread.reference import ReferenceModel
-from marketspread_job.processor import MarketSpreadProcessor, book_from_state, book_to_state
+from marketspread_job.processor import (
+    GROUP_STATE_SCHEMA, MarketSpreadProcessor, book_from_state, book_to_state, market_spread_with_group_state,
+)
 from marketspread_job.step import (
     KIND_DEAD_LETTER, KIND_REJECTION, KIND_STATS, OUTPUT_COLUMNS, StepConfig, process_records, sort_records,
 )
@@ -343,3 +349,81 @@ def test_the_processor_keeps_each_keys_quotes_in_its_value_state_between_batches
     assert [r for _, r in rejections(other)] == [result("000002", "F", 0.0, 0.0, 3)]
     assert tester.peekValueState("quote_book", ("NI",)) == (["  NI"], [True], [10.0], [10.5])
     assert tester.peekValueState("quote_book", ("F",)) == (["   F"], [True], [0.0], [0.0])
+
+
+# --- the same step under applyInPandasWithState ----------------------------------------------------
+
+def group_state(value: tuple | None) -> GroupState:
+    """What Spark hands the function for one key and micro-batch: the state the key's last batch left."""
+    return GroupState(optionalValue=Row(*value) if value is not None else Row(), batchProcessingTimeMs=0,
+                      eventTimeWatermarkMs=GroupState.NO_TIMESTAMP, timeoutConf=GroupStateTimeout.NoTimeout,
+                      hasTimedOut=False, watermarkPresent=False, defined=value is not None, updated=False,
+                      removed=False, timeoutTimestamp=GroupState.NO_TIMESTAMP, keyAsUnsafe=b"",
+                      valueSchema=GROUP_STATE_SCHEMA)
+
+
+class GroupStateRunner:
+    """Calls the function as Spark does: once per key and batch, the key's rows in Arrow-sized chunks."""
+
+    def __init__(self, config: StepConfig):
+        self.apply = market_spread_with_group_state(config)
+        self.states: dict[str, tuple] = {}
+
+    def batch(self, key: str, frame: pd.DataFrame, chunk: int = 10_000) -> pd.DataFrame:
+        state = group_state(self.states.get(key))
+        chunks = [frame.iloc[i:i + chunk].reset_index(drop=True) for i in range(0, max(len(frame), 1), chunk)]
+        [output] = self.apply((key,), iter(chunks), state)
+        self.states[key] = state.getOption
+        return output
+
+    def book(self, key: str) -> QuoteBook:
+        return QuoteBook.from_bytes(self.states[key][0])
+
+
+def test_the_group_state_function_keeps_each_keys_quotes_in_its_state_between_batches():
+    runner = GroupStateRunner(MESSAGE)
+    first = runner.batch("NI", records(("NI", nbbo("NI", 10.0, 10.5), NBBO_TOPIC, 0, 0, 1)))
+    assert first["kind"].tolist() == [KIND_STATS]
+    assert book_to_state(runner.book("NI")) == (["  NI"], [True], [10.0], [10.5])
+    second = runner.batch("NI", records(("NI", order("000001", "NI"), ORDERS_TOPIC, 0, 0, 2)))
+    assert [r for _, r in rejections(second)] == [result("000001", "NI", 10.0, 10.5, 2)]
+    assert second.dtypes[["count", "source_partition", "source_offset", "byte_offset"]].astype(str).tolist() == \
+        ["int64", "Int32", "Int64", "Int32"]
+    # Another key starts from nothing: its order is rejected at 0.0/0.0.
+    other = runner.batch("F", records(("F", order("000002", "F"), ORDERS_TOPIC, 1, 0, 3)))
+    assert [r for _, r in rejections(other)] == [result("000002", "F", 0.0, 0.0, 3)]
+    assert book_to_state(runner.book("NI")) == (["  NI"], [True], [10.0], [10.5])
+    assert book_to_state(runner.book("F")) == (["   F"], [True], [0.0], [0.0])
+
+
+def test_a_keys_rows_split_into_several_arrow_chunks_are_one_step_in_send_order():
+    """Spark cuts a key's rows into Arrow batches (maxRecordsPerBatch); the order that follows its
+    NBBO in another chunk, and an NBBO sent earlier but delivered in a later chunk, still count."""
+    frame = records(("NI", order("000001", "NI"), ORDERS_TOPIC, 0, 0, 3),
+                    ("NI", nbbo("NI", 10.0, 10.01), NBBO_TOPIC, 0, 0, 2),
+                    ("NI", nbbo("NI", 10.0, 10.5), NBBO_TOPIC, 0, 1, 4),
+                    ("NI", order("000002", "NI"), ORDERS_TOPIC, 0, 1, 5))
+    output = GroupStateRunner(MESSAGE).batch("NI", frame, chunk=1)
+    assert [r for _, r in rejections(output)] == [result("000002", "NI", 10.0, 10.5, 5)]
+    assert output[output["kind"] == KIND_STATS]["count"].tolist() == [4]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from(["NI", "F", "GOOG"]), st.booleans(), prices, prices),
+                         min_size=0, max_size=6), min_size=1, max_size=5))
+def test_both_state_operators_give_the_same_output_and_state_batch_after_batch(batches):
+    """applyInPandasWithState (the default) and transformWithStateInPandas wrap one step: the same
+    batches give the same rows and leave the same book, whichever keeps the state."""
+    tws, group = TwsTester(MarketSpreadProcessor(MESSAGE), outputMode="Update"), GroupStateRunner(MESSAGE)
+    ts = 0
+    for batch in batches:
+        rows = []
+        for symbol, is_order, bid, spread in batch:
+            ts += 1
+            rows.append((symbol, order(f"{ts:06d}", symbol), ORDERS_TOPIC, 0, ts, ts) if is_order else
+                        (symbol, nbbo(symbol, bid, bid + spread), NBBO_TOPIC, 0, ts, ts))
+        for symbol in sorted({r[0] for r in rows}):
+            frame = records(*[r for r in rows if r[0] == symbol])
+            expected = tws.testInPandas((symbol,), frame).reset_index(drop=True)
+            pd.testing.assert_frame_equal(group.batch(symbol, frame).reset_index(drop=True), expected)
+            assert book_to_state(group.book(symbol)) == tws.peekValueState("quote_book", (symbol,))

@@ -14,12 +14,13 @@ from __future__ import annotations
 import struct
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from marketspread.fixish import SEQ_RECORD_SHIFT, Nbbo, Order, Side
 from marketspread.fixish.bulk import NBBO_EVENT, ORDER_EVENT
-from marketspread.quotes import QuoteBook
+from marketspread.quotes import BookFormatError, QuoteBook
 from marketspread.reference import ReferenceModel
 from marketspread.rule import should_reject
 
@@ -166,3 +167,39 @@ def test_the_book_orders_and_finds_symbols_of_any_bytes_as_numpy_orders_them(kno
     assert bid.tolist() == [float(where[s]) if s in where else 0.0 for s in np.array(asked, dtype="S4").tolist()]
     # A symbol not in the book has the initial quote: rejecting, 0/0.
     assert reject.tolist() == [s not in where for s in np.array(asked, dtype="S4").tolist()]
+
+
+# --- the book as bytes (the job's state value) -------------------------------------------------
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.binary(min_size=1, max_size=4), st.booleans(),
+                          st.floats(allow_nan=True, allow_infinity=True), st.floats(allow_nan=True)),
+                max_size=40, unique_by=lambda row: row[0].rstrip(b"\0")))
+def test_the_book_survives_a_round_trip_through_its_bytes_bit_for_bit(rows):
+    book = QuoteBook.from_columns([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                                  [r[3] for r in rows])
+    back = QuoteBook.from_bytes(book.to_bytes())
+    assert back.symbols.dtype == np.dtype("S4") and back.should_reject.dtype == bool
+    assert back.symbols.tolist() == book.symbols.tolist()
+    assert back.should_reject.tolist() == book.should_reject.tolist()
+    # NaN and -0.0 quotes included: bit patterns, not values, are compared.
+    assert back.bid.tobytes() == book.bid.tobytes() and back.offer.tobytes() == book.offer.tobytes()
+
+
+def test_an_empty_book_is_its_format_tag_alone():
+    assert QuoteBook.from_bytes(QuoteBook.empty().to_bytes()).symbols.tolist() == []
+    assert len(QuoteBook.empty().to_bytes()) == 4
+
+
+def test_the_book_takes_a_bytearray_or_memoryview_as_spark_may_hand_one_over():
+    book = QuoteBook.from_columns([b"  NI"], [True], [10.0], [10.5])
+    for data in (bytearray(book.to_bytes()), memoryview(book.to_bytes())):
+        assert QuoteBook.from_bytes(data).bid.tolist() == [10.0]
+
+
+@pytest.mark.parametrize("data", [b"", b"QB1", b"QB2\0" + bytes(21), b"QB1\0" + bytes(20),
+                                  # the other operator's state: an array of symbols, not a book
+                                  b"\x01\x00\x00\x00  NI"])
+def test_bytes_that_are_not_a_book_in_this_format_raise_a_clear_error(data):
+    with pytest.raises(BookFormatError, match="not a quote book in format QB1"):
+        QuoteBook.from_bytes(data)

@@ -34,7 +34,7 @@ class SystemSpec:
 
 SPECS = {
     "spark": SystemSpec("spark", "receiver", "marketspread_job_committed_offset", "marketspread_job_input_messages_total",
-                        "the PySpark job (ours): transformWithStateInPandas, RocksDB state, local[2]"),
+                        "the PySpark job (ours): applyInPandasWithState, in-memory state store, local[2]"),
     "passthrough": SystemSpec("passthrough", "probe", PROCESSED_OFFSET, INPUT_MESSAGES,
                               "consume both topics, forward order records unchanged (confluent-kafka): the floor"),
     "plain": SystemSpec("plain", "receiver", PROCESSED_OFFSET, INPUT_MESSAGES,

@@ -92,7 +92,7 @@ def _job_panels() -> list[Panel]:
         ], unit="short", description="Processed below input for long means the job falls behind."),
         Panel("State", [
             (f"max(marketspread_job_state_rows{{{NS}}})", "state rows (keys)"),
-        ], unit="short", description="Keys in the RocksDB state store: symbols, or shards with record_format=framed."),
+        ], unit="short", description="Keys in the state store: shards of symbols."),
         Panel("State memory", [
             (f"max(marketspread_job_state_memory_bytes{{{NS}}})", "state store memory"),
         ], unit="bytes"),
