@@ -10,8 +10,8 @@ reads it once and writes it once per key and micro-batch, and hands the rows to 
   batch in the checkpoint). The book is one binary field (`QuoteBook.to_bytes`): pyspark 4.3's
   worker cannot read back a state schema with array fields.
 - `transformWithStateInPandas`: a ValueState of four arrays, fetched and stored through the
-  JVM's state server, on RocksDB (which it requires). Each micro-batch costs ~75 ms more here
-  (docs/benchmarks.md); kept for checkpoints written by earlier versions of the job.
+  JVM's state server, on RocksDB (which it requires). Its micro-batches are slower, most of all
+  on busy cores (docs/benchmarks.md); kept for checkpoints written by earlier versions of the job.
 """
 
 from __future__ import annotations

@@ -53,7 +53,8 @@ def state_store_conf(settings: JobSettings) -> dict[str, str]:
         return {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
                 "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}
     # A few shards of at most a few thousand symbols each: kilobytes of state, which Spark's default store
-    # keeps in memory and commits as one small delta file, where RocksDB costs ~75 ms per micro-batch.
+    # keeps in memory and commits as one small delta file; RocksDB's load, changelog and commit of every
+    # micro-batch made batches 60-85 ms longer on busy cores (docs/benchmarks.md).
     return {"spark.sql.streaming.stateStore.providerClass": HDFS_BACKED_PROVIDER}
 
 

@@ -47,5 +47,5 @@ class JobSettings(KafkaSettings):
         description="how Spark keeps each shard's quote book, fixed for the life of a checkpoint: "
                     "'apply_in_pandas_with_state' (the state travels with the rows; Spark's default in-memory, "
                     "HDFS-backed store) or 'transform_with_state_in_pandas' (a ValueState through the JVM's state "
-                    "server, on RocksDB; ~75 ms more per micro-batch, for checkpoints of earlier versions)")
+                    "server, on RocksDB; slower micro-batches, for checkpoints of earlier versions)")
     spark_conf: str = Field("", description="extra Spark settings, comma-separated key=value pairs, applied last")
