@@ -131,6 +131,8 @@ def test_every_object_in_the_schema_is_closed_or_says_why_it_is_open():
     ("components.sender-nbbo.settings.stream=trades", "value must be one of 'nbbo', 'orders'"),
     ("job.settings.shuffle_partitions=0", "minimum"),
     ("default.settings.record_format=json", "value must be one of 'message', 'framed'"),
+    ("job.settings.state_operator=rocksdb",
+     "value must be one of 'apply_in_pandas_with_state', 'transform_with_state_in_pandas'"),
     ("job.executor.instances=0", "minimum"),
     ("kafka.topics.partitionz=3", "additional properties 'partitionz' not allowed"),
     ("monitoring.interval=15", "got number, want string"),
