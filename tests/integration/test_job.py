@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from typing import get_args
 
 import numpy as np
 import pytest
@@ -35,7 +36,7 @@ from marketspread_job.app import failure_message
 from marketspread_job.metrics import JobMetrics, ProgressPoller
 from marketspread_job.query import start_query, state_key
 from marketspread_job.session import HDFS_BACKED_PROVIDER, ROCKSDB_PROVIDER, build_session
-from marketspread_job.settings import JobSettings
+from marketspread_job.settings import JobSettings, StateOperator
 
 from kafka_records import read_topic
 
@@ -189,7 +190,7 @@ def test_the_local_jvm_compiles_with_c1_alone_into_a_full_sized_code_cache(spark
 
 
 # Both ways of keeping the quote books (settings.state_operator); the default first.
-STATE_OPERATORS = ["apply_in_pandas_with_state", "transform_with_state_in_pandas"]
+STATE_OPERATORS = list(get_args(StateOperator))
 PROVIDERS = {"apply_in_pandas_with_state": HDFS_BACKED_PROVIDER, "transform_with_state_in_pandas": ROCKSDB_PROVIDER}
 OPERATOR_NAMES = {"apply_in_pandas_with_state": "applyInPandasWithState",
                   "transform_with_state_in_pandas": "transformWithStateInPandasExec"}
